@@ -1,0 +1,104 @@
+"""The ``memorylab`` command line: a thin layer over the library."""
+import argparse
+import json
+import os
+import sqlite3
+import sys
+from pathlib import Path
+
+from .errors import MemoryLabError
+from .io import export_session, import_session, read_export, write_export
+from .samples import load_samples
+from .session import Session
+from .store import Store
+
+DEFAULT_DB = os.environ.get("MEMORYLAB_DB", "memorylab.db")
+
+
+def _namespace_options(parser):
+    parser.add_argument("--tenant", default="default", help="tenant id (default: %(default)s)")
+    parser.add_argument("--agent", default="default", help="agent id (default: %(default)s)")
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="memorylab",
+        description="Inspect and manage memorylab databases: agent conversations stored as trees.",
+    )
+    parser.add_argument("--db", default=DEFAULT_DB,
+                        help="SQLite database file (default: $MEMORYLAB_DB or %(default)s)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = commands.add_parser("demo", help="create a database holding the sample conversations")
+    demo.add_argument("--replace", action="store_true", help="overwrite sample sessions that exist")
+
+    imp = commands.add_parser("import", help="import a session export (JSON)")
+    imp.add_argument("file", help="export file written by 'memorylab export'")
+    imp.add_argument("--session-id", help="store it under this id instead of the id in the file")
+    imp.add_argument("--tenant", help="store it under this tenant instead of the file's")
+    imp.add_argument("--agent", help="store it under this agent instead of the file's")
+    imp.add_argument("--replace", action="store_true", help="replace a session with the same id")
+
+    exp = commands.add_parser("export", help="export one session, all branches and overlays, as JSON")
+    exp.add_argument("session_id")
+    exp.add_argument("-o", "--output", help="write to this file instead of standard output")
+    _namespace_options(exp)
+
+    stats = commands.add_parser("stats", help="sessions with message, branch and token counts")
+    stats.add_argument("--tenant", help="only this tenant")
+    stats.add_argument("--agent", help="only this agent")
+    stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    return parser
+
+
+def _demo(store, args):
+    loaded = load_samples(store, replace=args.replace)
+    print(f"{store.path}: loaded {len(loaded)} sample session(s){': ' + ', '.join(loaded) if loaded else ''}")
+
+
+def _import(store, args):
+    session = import_session(store, read_export(args.file), session_id=args.session_id,
+                             tenant_id=args.tenant, agent_id=args.agent, replace=args.replace)
+    print(f"imported {session.session_id} (agent {session.agent_id}): {session.stats()['messages']} messages")
+
+
+def _export(store, args):
+    session = Session.open(store, args.session_id, tenant_id=args.tenant, agent_id=args.agent)
+    if args.output:
+        write_export(session, args.output)
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        json.dump(export_session(session), sys.stdout, ensure_ascii=False, indent=2)
+        print()
+
+
+def _stats(store, args):
+    rows = store.list_sessions(tenant_id=args.tenant, agent_id=args.agent)
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    columns = ("session_id", "agent_id", "tenant_id", "message_count", "branch_count", "tokens")
+    headers = ("session", "agent", "tenant", "messages", "branches", "tokens")
+    table = [headers] + [tuple(str(r[c]) for c in columns) for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
+    for row in table:
+        print("  ".join(cell.ljust(w) if i < 3 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
+    print(f"{len(rows)} session(s), {sum(r['message_count'] for r in rows)} messages")
+
+
+COMMANDS = {"demo": _demo, "import": _import, "export": _export, "stats": _stats}
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    if args.command in ("export", "stats") and not Path(args.db).exists():
+        print(f"memorylab: error: no database at {args.db} (create one with: memorylab --db {args.db} demo)",
+              file=sys.stderr)
+        return 1
+    try:
+        with Store(args.db) as store:
+            COMMANDS[args.command](store, args)
+    except (MemoryLabError, OSError, sqlite3.DatabaseError) as error:
+        print(f"memorylab: error: {error}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,25 @@
+"""Exception classes. Every error the engine raises on purpose is a MemoryLabError."""
+
+
+class MemoryLabError(Exception):
+    """Base class: catch this to handle any refusal from memorylab."""
+
+
+class InvalidInputError(MemoryLabError, ValueError):
+    """An argument is malformed: an id with control characters, a bad limit, a bad range."""
+
+
+class InvalidMessageError(InvalidInputError):
+    """A message dict has the wrong shape (role, parts, ids, timestamps)."""
+
+
+class NotFoundError(MemoryLabError, LookupError):
+    """A session, message, overlay or agent does not exist in this namespace."""
+
+
+class ImportFormatError(MemoryLabError, ValueError):
+    """An import file is not a valid memorylab session export; nothing was written."""
+
+
+class ConflictError(MemoryLabError):
+    """The write would overwrite something that exists (pass replace=True to allow it)."""

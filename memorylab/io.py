@@ -1,0 +1,188 @@
+"""Whole-session export and import as JSON.
+
+The export holds everything a session is made of (every branch, overlays, context blocks,
+metadata) so that export -> import -> export gives the same document. An import is validated in
+full before anything is written and then written in one transaction: a broken or hostile file
+gets an ImportFormatError that says what is wrong, and the store is left as it was.
+"""
+import json
+from pathlib import Path
+
+from .errors import ImportFormatError, MemoryLabError
+from .messages import check_identifier, normalize_message
+from .session import Session
+from .tokens import estimate_message_tokens
+
+EXPORT_FORMAT = "memorylab.session"
+EXPORT_VERSION = 1
+MAX_IMPORT_BYTES = 256 * 1024 * 1024
+
+
+def export_session(session):
+    """The session as a JSON-ready dict (``json.dumps`` it, or use ``write_export``)."""
+    info = session.info
+    messages = [
+        {key: m[key] for key in ("id", "parent_id", "role", "parts", "created_at", "metadata")}
+        for m in session.get_all_messages()
+    ]
+    return {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "session": {
+            "id": info["session_id"],
+            "tenant_id": info["tenant_id"],
+            "agent_id": info["agent_id"],
+            "created_at": info["created_at"],
+            "updated_at": info["updated_at"],
+            "metadata": info["metadata"],
+        },
+        "messages": messages,
+        "compactions": session.get_compactions(),
+        "context_blocks": session.store.context_blocks(session.pk),
+    }
+
+
+def write_export(session, path):
+    Path(path).write_text(json.dumps(export_session(session), ensure_ascii=False, indent=2), encoding="utf-8")
+
+
+def read_export(path):
+    """Parse an export file, refusing files over MAX_IMPORT_BYTES before reading them."""
+    path = Path(path)
+    size = path.stat().st_size
+    if size > MAX_IMPORT_BYTES:
+        raise ImportFormatError(
+            f"{path} is {size:,} bytes; imports are limited to {MAX_IMPORT_BYTES:,} bytes"
+        )
+    return parse_export(path.read_bytes())
+
+
+def parse_export(text):
+    """Parse export JSON (str or bytes) with a clear error for broken JSON."""
+    try:
+        return json.loads(text)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ImportFormatError(f"not valid JSON: {error}") from None
+
+
+def import_session(store, data, *, session_id=None, tenant_id=None, agent_id=None, replace=False):
+    """Write an exported session into ``store`` and return its Session.
+
+    ``session_id`` / ``tenant_id`` / ``agent_id`` override the ids in the file (to import a copy).
+    An existing session with the same id is a ConflictError unless ``replace=True``.
+    """
+    plan = validate_export(data)
+    try:
+        session_id = check_identifier(session_id or plan["session_id"], "session id")
+        tenant_id = check_identifier(tenant_id or plan["tenant_id"], "tenant id")
+        agent_id = check_identifier(agent_id or plan["agent_id"], "agent id")
+    except MemoryLabError as error:
+        raise ImportFormatError(str(error)) from None
+    store.write_session(
+        tenant_id, agent_id, session_id,
+        created_at=plan["created_at"], updated_at=plan["updated_at"], metadata=plan["metadata"],
+        messages=plan["messages"], compactions=plan["compactions"],
+        context_blocks=plan["context_blocks"], replace=replace,
+    )
+    return Session.open(store, session_id, tenant_id=tenant_id, agent_id=agent_id)
+
+
+def _require(condition, message):
+    if not condition:
+        raise ImportFormatError(message)
+
+
+def validate_export(data):
+    """Check a parsed export completely; returns the normalized pieces to write."""
+    _require(isinstance(data, dict), "an export must be a JSON object")
+    _require(data.get("format") == EXPORT_FORMAT, f"'format' must be {EXPORT_FORMAT!r}")
+    version = data.get("version")
+    _require(isinstance(version, int) and not isinstance(version, bool), "'version' must be an integer")
+    _require(version <= EXPORT_VERSION,
+             f"export version {version} was written by a newer memorylab (this one reads {EXPORT_VERSION})")
+    header = data.get("session")
+    _require(isinstance(header, dict), "'session' must be an object with at least an 'id'")
+    metadata = header.get("metadata") or {}
+    _require(isinstance(metadata, dict), "session 'metadata' must be an object")
+    created_at = header.get("created_at")
+    _require(created_at is None or isinstance(created_at, str), "session 'created_at' must be a string")
+    messages = _validate_messages(data.get("messages", []))
+    parents = {m["id"]: m["parent_id"] for m in messages}
+    fallback_time = messages[0]["created_at"] if messages else "1970-01-01T00:00:00Z"
+    return {
+        "session_id": header.get("id"),
+        "tenant_id": header.get("tenant_id") or "default",
+        "agent_id": header.get("agent_id") or "default",
+        "created_at": created_at or fallback_time,
+        "updated_at": header.get("updated_at") or created_at or fallback_time,
+        "metadata": metadata,
+        "messages": messages,
+        "compactions": _validate_compactions(data.get("compactions", []), parents),
+        "context_blocks": _validate_blocks(data.get("context_blocks", [])),
+    }
+
+
+def _validate_messages(raw_messages):
+    _require(isinstance(raw_messages, list), "'messages' must be a list")
+    messages, seen = [], set()
+    for i, raw in enumerate(raw_messages):
+        _require(isinstance(raw, dict), f"messages[{i}] must be an object")
+        try:
+            message = normalize_message(raw)
+        except MemoryLabError as error:
+            raise ImportFormatError(f"messages[{i}]: {error}") from None
+        _require(raw.get("id") is not None, f"messages[{i}] has no 'id'")
+        _require(message["id"] not in seen, f"messages[{i}]: duplicate id {message['id']!r}")
+        parent_id = raw.get("parent_id")
+        _require(parent_id is None or parent_id in seen,
+                 f"messages[{i}] ({message['id']!r}): parent_id {parent_id!r} is not an earlier message "
+                 "(parents must come before their children)")
+        seen.add(message["id"])
+        message["parent_id"] = parent_id
+        message["tokens"] = estimate_message_tokens([message])
+        messages.append(message)
+    return messages
+
+
+def _path_ids(parents, leaf_id):
+    ids = set()
+    while leaf_id is not None and leaf_id not in ids:
+        ids.add(leaf_id)
+        leaf_id = parents.get(leaf_id)
+    return ids
+
+
+def _validate_compactions(raw_compactions, parents):
+    _require(isinstance(raw_compactions, list), "'compactions' must be a list")
+    compactions, seen = [], set()
+    for i, raw in enumerate(raw_compactions):
+        where = f"compactions[{i}]"
+        _require(isinstance(raw, dict), f"{where} must be an object")
+        overlay_id = raw.get("id", i + 1)
+        _require(isinstance(overlay_id, int) and not isinstance(overlay_id, bool) and overlay_id > 0,
+                 f"{where}: 'id' must be a positive integer")
+        _require(overlay_id not in seen, f"{where}: duplicate overlay id {overlay_id}")
+        seen.add(overlay_id)
+        _require(isinstance(raw.get("summary"), str), f"{where}: 'summary' must be a string")
+        _require(raw.get("to_id") in parents, f"{where}: to_id {raw.get('to_id')!r} is not a message")
+        _require(raw.get("from_id") in _path_ids(parents, raw["to_id"]),
+                 f"{where}: from_id {raw.get('from_id')!r} is not on the path to {raw['to_id']!r}")
+        metadata = raw.get("metadata") or {}
+        _require(isinstance(metadata, dict), f"{where}: 'metadata' must be an object")
+        compactions.append({
+            "id": overlay_id, "from_id": raw["from_id"], "to_id": raw["to_id"], "summary": raw["summary"],
+            "created_at": raw.get("created_at") or "1970-01-01T00:00:00Z", "metadata": metadata,
+        })
+    return compactions
+
+
+def _validate_blocks(raw_blocks):
+    _require(isinstance(raw_blocks, list), "'context_blocks' must be a list")
+    labels = set()
+    for i, block in enumerate(raw_blocks):
+        _require(isinstance(block, dict) and isinstance(block.get("label"), str)
+                 and isinstance(block.get("content"), str),
+                 f"context_blocks[{i}] must be an object with string 'label' and 'content'")
+        _require(block["label"] not in labels, f"context_blocks[{i}]: duplicate label {block['label']!r}")
+        labels.add(block["label"])
+    return raw_blocks

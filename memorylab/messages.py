@@ -1,0 +1,216 @@
+"""Message dicts: validation, the AI-SDK parts shape, and conversion from and to OpenAI chat dicts.
+
+Stored messages use the parts shape
+``{"id", "role", "parts": [...], "created_at", "metadata"}``; callers may also hand in OpenAI chat
+dicts (``{"role", "content", "tool_calls"?, "tool_call_id"?}``), which are converted on the way in.
+``to_openai`` converts back for litellm. All functions here are pure.
+"""
+import json
+import uuid
+from datetime import datetime, timezone
+
+from .errors import InvalidInputError, InvalidMessageError
+
+ROLES = ("user", "assistant", "system", "tool")
+MAX_ID_LENGTH = 200
+
+
+def new_message_id():
+    return "msg_" + uuid.uuid4().hex[:20]
+
+
+def utc_now_iso():
+    """Current time as ISO-8601 UTC with millisecond precision, e.g. 2026-11-30T01:13:02.123Z."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def is_tool_part(part):
+    kind = part.get("type", "")
+    return kind.startswith("tool-") or kind == "dynamic-tool"
+
+
+def message_text(message):
+    """The searchable text of a message: its text parts, newline-joined."""
+    return "\n".join(
+        p.get("text") or "" for p in message.get("parts") or () if p.get("type") == "text"
+    )
+
+
+def check_identifier(value, what, error=InvalidInputError):
+    """Ids and labels are non-empty strings without control characters, at most 200 characters."""
+    if not isinstance(value, str) or not value.strip():
+        raise error(f"{what} must be a non-empty string, got {value!r}")
+    if len(value) > MAX_ID_LENGTH:
+        raise error(f"{what} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise error(f"{what} {value!r} contains control characters")
+    return value
+
+
+def _check_text(value, where):
+    if not isinstance(value, str):
+        raise InvalidMessageError(f"{where} must be a string, got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidMessageError(f"{where} contains an unpaired surrogate and cannot be stored as UTF-8") from None
+    return value
+
+
+def _check_json(value, where):
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError) as error:
+        raise InvalidMessageError(f"{where} is not storable as JSON: {error}") from None
+
+
+def _check_part(part, index):
+    where = f"parts[{index}]"
+    if not isinstance(part, dict) or not isinstance(part.get("type"), str) or not part["type"]:
+        raise InvalidMessageError(f"{where} must be a dict with a non-empty string 'type'")
+    if part["type"] in ("text", "reasoning"):
+        _check_text(part.get("text"), f"{where}.text")
+    elif is_tool_part(part):
+        check_identifier(part.get("toolCallId"), f"{where}.toolCallId", InvalidMessageError)
+        if part.get("state") not in ("input-available", "output-available", "output-error"):
+            raise InvalidMessageError(
+                f"{where}.state must be input-available, output-available or output-error"
+            )
+    _check_json(part, where)
+    return dict(part)
+
+
+def normalize_message(message):
+    """Validate a message (parts shape or OpenAI shape) and return a new canonical dict.
+
+    Missing ``id`` and ``created_at`` are filled in. Raises InvalidMessageError naming the field.
+    """
+    if not isinstance(message, dict):
+        raise InvalidMessageError(f"a message must be a dict, got {type(message).__name__}")
+    if "parts" not in message and ("content" in message or "tool_calls" in message):
+        message = from_openai(message)
+    role = message.get("role")
+    if role not in ROLES:
+        raise InvalidMessageError(f"role must be one of {', '.join(ROLES)}; got {role!r}")
+    parts = message.get("parts")
+    if not isinstance(parts, list):
+        raise InvalidMessageError("a message needs a 'parts' list (or an OpenAI 'content')")
+    message_id = message.get("id")
+    message_id = new_message_id() if message_id is None else check_identifier(message_id, "message id", InvalidMessageError)
+    created_at = message.get("created_at") or utc_now_iso()
+    _check_timestamp(created_at)
+    metadata = message.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise InvalidMessageError("metadata must be a dict")
+    _check_json(metadata, "metadata")
+    return {
+        "id": message_id,
+        "role": role,
+        "parts": [_check_part(p, i) for i, p in enumerate(parts)],
+        "created_at": created_at,
+        "metadata": dict(metadata),
+    }
+
+
+def _check_timestamp(value):
+    if not isinstance(value, str):
+        raise InvalidMessageError(f"created_at must be an ISO-8601 string, got {value!r}")
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidMessageError(f"created_at {value!r} is not an ISO-8601 timestamp") from None
+
+
+def _parse_arguments(arguments):
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
+
+
+def from_openai(message):
+    """Convert one OpenAI chat dict to the parts shape (id, created_at and metadata are kept)."""
+    role = message.get("role")
+    parts = []
+    content = message.get("content")
+    if role == "tool":
+        name = message.get("name") or ""
+        parts.append({
+            "type": f"tool-{name}" if name else "dynamic-tool",
+            "toolCallId": message.get("tool_call_id"),
+            "toolName": name,
+            "output": content,
+            "state": "output-available",
+        })
+    elif isinstance(content, str):
+        if content:
+            parts.append({"type": "text", "text": content})
+    elif isinstance(content, list):
+        for item in content:
+            if isinstance(item, dict) and item.get("type") == "text":
+                parts.append({"type": "text", "text": item.get("text")})
+            else:
+                parts.append(item)
+    elif content is not None:
+        raise InvalidMessageError(f"content must be a string, a list or None, got {type(content).__name__}")
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        name = function.get("name") or ""
+        parts.append({
+            "type": f"tool-{name}",
+            "toolCallId": call.get("id"),
+            "toolName": name,
+            "input": _parse_arguments(function.get("arguments")),
+            "state": "input-available",
+        })
+    converted = {key: message[key] for key in ("id", "created_at", "metadata") if key in message}
+    converted.update(role=role, parts=parts)
+    return converted
+
+
+def _tool_output_content(output):
+    return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+
+
+def to_openai(messages):
+    """Convert parts-shape messages to OpenAI chat dicts for litellm.
+
+    Reasoning parts are dropped (providers do not accept them back). A tool part that carries its
+    output inside an assistant message becomes a tool call plus a following ``tool`` message.
+    """
+    converted = []
+    for message in messages:
+        parts = message.get("parts") or []
+        if message["role"] == "tool":
+            converted.extend(
+                {"role": "tool", "tool_call_id": p["toolCallId"], "content": _tool_output_content(p.get("output"))}
+                for p in parts if is_tool_part(p)
+            )
+            continue
+        texts = [p["text"] for p in parts if p.get("type") == "text"]
+        others = [p for p in parts if p.get("type") not in ("text", "reasoning") and not is_tool_part(p)]
+        if others:
+            content = [{"type": "text", "text": t} for t in texts] + others
+        else:
+            content = "\n".join(texts) if texts else None
+        entry = {"role": message["role"], "content": content}
+        tool_parts = [p for p in parts if is_tool_part(p)]
+        if tool_parts and message["role"] == "assistant":
+            entry["tool_calls"] = [
+                {
+                    "id": p["toolCallId"],
+                    "type": "function",
+                    "function": {"name": p.get("toolName") or "", "arguments": json.dumps(p.get("input", {}))},
+                }
+                for p in tool_parts
+            ]
+        elif content is None:
+            entry["content"] = ""
+        converted.append(entry)
+        converted.extend(
+            {"role": "tool", "tool_call_id": p["toolCallId"], "content": _tool_output_content(p["output"])}
+            for p in tool_parts if message["role"] == "assistant" and "output" in p
+        )
+    return converted

@@ -1,0 +1,64 @@
+"""Applying compaction overlays to a root-to-leaf path (pure functions, no I/O).
+
+An overlay covers the range ``from_id .. to_id`` of one branch. It applies to a path only when both
+ends are on it, so a summary made on one branch never shows on a sibling branch that shares only
+the start. When several overlays start at the same message the newest wins: that is how a growing
+summary supersedes the previous one. The covered messages stay stored; only the read changes.
+"""
+from .tokens import estimate_message_tokens
+
+SUMMARY_ID_PREFIX = "compaction_"
+
+
+def summary_message(overlay, covered):
+    """The synthetic assistant message that stands in for ``covered`` on read."""
+    message = {
+        "id": f"{SUMMARY_ID_PREFIX}{overlay['id']}",
+        "role": "assistant",
+        "parts": [{"type": "text", "text": overlay["summary"]}],
+        "created_at": overlay["created_at"],
+        "metadata": {
+            "compaction": {
+                "overlay_id": overlay["id"],
+                "from_id": overlay["from_id"],
+                "to_id": overlay["to_id"],
+                "covered_messages": len(covered),
+                "covered_tokens": sum(m.get("tokens", 0) for m in covered),
+            }
+        },
+        "parent_id": covered[0].get("parent_id"),
+    }
+    message["tokens"] = estimate_message_tokens([message])
+    return message
+
+
+def is_summary_message(message):
+    return str(message.get("id", "")).startswith(SUMMARY_ID_PREFIX)
+
+
+def visible_overlays(path, overlays):
+    """{start index: (overlay, end index)} for the overlays that apply to ``path``."""
+    index = {m["id"]: i for i, m in enumerate(path)}
+    chosen = {}
+    for overlay in sorted(overlays, key=lambda o: o["id"]):
+        start, end = index.get(overlay["from_id"]), index.get(overlay["to_id"])
+        if start is not None and end is not None and start <= end:
+            chosen[start] = (overlay, end)
+    return chosen
+
+
+def apply_overlays(path, overlays):
+    """``path`` with each visible overlay's range replaced by its summary message."""
+    chosen = visible_overlays(path, overlays)
+    if not chosen:
+        return list(path)
+    result, i = [], 0
+    while i < len(path):
+        if i in chosen:
+            overlay, end = chosen[i]
+            result.append(summary_message(overlay, path[i:end + 1]))
+            i = end + 1
+        else:
+            result.append(path[i])
+            i += 1
+    return result

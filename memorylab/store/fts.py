@@ -1,0 +1,28 @@
+"""Turning any user string into a safe FTS5 query.
+
+Every whitespace-separated chunk (or ``"quoted phrase"``) becomes a quoted FTS5 phrase, so
+operators (AND, OR, NOT, NEAR), parentheses, column filters (``text:``), ``^`` and stray quotes are
+matched as plain words and can never raise a syntax error. A trailing ``*`` keeps its meaning as
+a prefix search. Chunks become an implicit AND, which BM25 then ranks.
+"""
+import re
+
+_CHUNK = re.compile(r'"([^"]*)"|(\S+)')
+_WORD = re.compile(r"[^\W_]", re.UNICODE)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def fts_query(text):
+    """The FTS5 MATCH expression for ``text``, or None when it holds no searchable word."""
+    if not isinstance(text, str):
+        return None
+    text = _CONTROL.sub(" ", text)
+    phrases = []
+    for quoted, bare in _CHUNK.findall(text):
+        chunk = quoted or bare
+        prefix = chunk.endswith("*") and not quoted
+        chunk = chunk.replace('"', " ").rstrip("*").strip()
+        if not _WORD.search(chunk):
+            continue
+        phrases.append(f'"{chunk}"' + ("*" if prefix else ""))
+    return " ".join(phrases) or None

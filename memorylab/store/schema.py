@@ -1,0 +1,112 @@
+"""The SQLite schema as numbered forward migrations.
+
+``PRAGMA user_version`` holds the number of the last migration applied. Migrations run inside one
+``BEGIN IMMEDIATE`` transaction, so two processes opening a new file at once cannot both apply them
+and a crash mid-migration leaves the previous version intact. The DDL is written out here rather
+than through sqlite-utils' helpers because those commit between statements.
+"""
+from ..errors import MemoryLabError
+
+
+def _create_core_tables(conn):
+    conn.execute(
+        """CREATE TABLE sessions (
+            pk INTEGER PRIMARY KEY,
+            tenant_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            UNIQUE (tenant_id, agent_id, session_id)
+        )"""
+    )
+    # seq is the insertion order: the newest message of a session is always a leaf, because a
+    # child can only be written after its parent. That makes "latest leaf" a MAX(seq) lookup.
+    conn.execute(
+        """CREATE TABLE messages (
+            seq INTEGER PRIMARY KEY,
+            session_pk INTEGER NOT NULL REFERENCES sessions(pk) ON DELETE CASCADE,
+            id TEXT NOT NULL,
+            parent_id TEXT,
+            role TEXT NOT NULL,
+            parts TEXT NOT NULL,
+            text TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            metadata TEXT NOT NULL,
+            tokens INTEGER NOT NULL,
+            UNIQUE (session_pk, id)
+        )"""
+    )
+    # (session_pk) also orders by seq, the implicit last column: latest leaf is one index probe.
+    conn.execute("CREATE INDEX messages_session ON messages (session_pk)")
+    conn.execute("CREATE INDEX messages_parent ON messages (session_pk, parent_id)")
+    conn.execute(
+        """CREATE TABLE compactions (
+            session_pk INTEGER NOT NULL REFERENCES sessions(pk) ON DELETE CASCADE,
+            id INTEGER NOT NULL,
+            from_id TEXT NOT NULL,
+            to_id TEXT NOT NULL,
+            summary TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            PRIMARY KEY (session_pk, id)
+        )"""
+    )
+    conn.execute(
+        """CREATE TABLE context_blocks (
+            session_pk INTEGER NOT NULL REFERENCES sessions(pk) ON DELETE CASCADE,
+            label TEXT NOT NULL,
+            content TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (session_pk, label)
+        )"""
+    )
+
+
+def _create_message_search(conn):
+    # External-content FTS5 over messages.text: the index stores no second copy of the text.
+    conn.execute(
+        "CREATE VIRTUAL TABLE messages_fts USING fts5(text, content='messages', content_rowid='seq',"
+        " tokenize='unicode61 remove_diacritics 2')"
+    )
+    conn.execute(
+        """CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+            INSERT INTO messages_fts (rowid, text) VALUES (new.seq, new.text);
+        END"""
+    )
+    conn.execute(
+        """CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.seq, old.text);
+        END"""
+    )
+    conn.execute(
+        """CREATE TRIGGER messages_fts_update AFTER UPDATE OF text ON messages BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.seq, old.text);
+            INSERT INTO messages_fts (rowid, text) VALUES (new.seq, new.text);
+        END"""
+    )
+
+
+MIGRATIONS = (_create_core_tables, _create_message_search)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(conn):
+    """Apply the migrations this file has not seen yet; returns the number applied."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise MemoryLabError(
+                f"this database has schema version {version}, newer than this memorylab "
+                f"({SCHEMA_VERSION}); upgrade memorylab to open it"
+            )
+        for migration in MIGRATIONS[version:]:
+            migration(conn)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return SCHEMA_VERSION - version
