@@ -210,11 +210,16 @@ class Store:
         "under the latest leaf" at once still produce a valid tree.
         """
         with self.transaction() as conn:
-            existing = self.get_message(pk, message["id"])
-            if existing is not None:
-                return existing
+            # One round trip answers both "is this a repeat?" and "which leaf is the newest?".
+            exists, latest = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM messages WHERE session_pk = :pk AND id = :id),"
+                " (SELECT id FROM messages WHERE session_pk = :pk ORDER BY seq DESC LIMIT 1)",
+                {"pk": pk, "id": message["id"]},
+            ).fetchone()
+            if exists:
+                return self.get_message(pk, message["id"])
             if parent is LATEST_LEAF:
-                parent = self.latest_leaf_id(pk)
+                parent = latest
             elif parent is not None and self.get_message(pk, parent) is None:
                 raise NotFoundError(
                     f"parent {parent!r} is not a message of this session; append with parent_id=None "
@@ -222,8 +227,7 @@ class Store:
                 )
             self._insert(conn, pk, message, parent)
             conn.execute("UPDATE sessions SET updated_at = ? WHERE pk = ?", (utc_now_iso(), pk))
-        stored = dict(message, parent_id=parent)
-        return stored
+        return dict(message, parent_id=parent)
 
     def _insert(self, conn, pk, message, parent_id):
         conn.execute(

@@ -1,0 +1,57 @@
+"""The lab as a user sees it: Streamlit's AppTest, then the real server in headless Chromium."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from memorylab import Store
+from memorylab.samples import sample_files
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_app():
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    app.run()
+    assert not app.exception, app.exception
+    return app
+
+
+def test_first_start_creates_the_lab_database_from_sample_data(lab_db):
+    app = run_app()
+    assert lab_db.exists()
+    table = app.dataframe[0].value
+    assert len(table) == len(sample_files())
+    with Store(lab_db) as store:
+        sessions = {s["session_id"]: s for s in store.list_sessions()}
+    assert set(table["session"]) == set(sessions)
+    for _, row in table.iterrows():
+        assert row["messages"] == sessions[row["session"]]["message_count"]
+        assert row["branches"] == sessions[row["session"]]["branch_count"]
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Sessions"] == str(len(sample_files()))
+
+
+def test_app_start_does_not_import_litellm(lab_db):
+    code = (
+        "import sys; from streamlit.testing.v1 import AppTest;"
+        f"AppTest.from_file({str(ROOT / 'app.py')!r}, default_timeout=60).run();"
+        "print('litellm' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "MEMORYLAB_DB": str(lab_db)})
+    assert result.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_running_lab_renders_sessions_in_headless_chromium(lab_server, browser, tmp_path):
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(lab_server)
+    page.get_by_text("Tokens (estimate)").wait_for(timeout=30_000)
+    page.locator("[data-testid='stDataFrame']").wait_for(timeout=30_000)
+    assert page.get_by_role("heading", name="Sessions").is_visible()
+    assert page.locator("[data-testid='stException']").count() == 0
+    page.screenshot(path=tmp_path / "sessions.png", full_page=True)
+    assert (tmp_path / "sessions.png").stat().st_size > 10_000
