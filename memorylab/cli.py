@@ -27,24 +27,30 @@ def build_parser():
     )
     parser.add_argument("--db", default=DEFAULT_DB,
                         help="SQLite database file (default: $MEMORYLAB_DB or %(default)s)")
+    # --db is accepted after the command too ("memorylab demo --db lab.db").
+    db_option = argparse.ArgumentParser(add_help=False)
+    db_option.add_argument("--db", default=argparse.SUPPRESS, help="SQLite database file")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    demo = commands.add_parser("demo", help="create a database holding the sample conversations")
+    def command(name, help):
+        return commands.add_parser(name, help=help, description=help, parents=[db_option])
+
+    demo = command("demo", help="create a database holding the sample conversations")
     demo.add_argument("--replace", action="store_true", help="overwrite sample sessions that exist")
 
-    imp = commands.add_parser("import", help="import a session export (JSON)")
+    imp = command("import", help="import a session export (JSON)")
     imp.add_argument("file", help="export file written by 'memorylab export'")
     imp.add_argument("--session-id", help="store it under this id instead of the id in the file")
     imp.add_argument("--tenant", help="store it under this tenant instead of the file's")
     imp.add_argument("--agent", help="store it under this agent instead of the file's")
     imp.add_argument("--replace", action="store_true", help="replace a session with the same id")
 
-    exp = commands.add_parser("export", help="export one session, all branches and overlays, as JSON")
+    exp = command("export", help="export one session, all branches and overlays, as JSON")
     exp.add_argument("session_id")
     exp.add_argument("-o", "--output", help="write to this file instead of standard output")
     _namespace_options(exp)
 
-    stats = commands.add_parser("stats", help="sessions with message, branch and token counts")
+    stats = command("stats", help="sessions with message, branch and token counts")
     stats.add_argument("--tenant", help="only this tenant")
     stats.add_argument("--agent", help="only this agent")
     stats.add_argument("--json", action="store_true", help="print JSON instead of a table")

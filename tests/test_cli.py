@@ -24,7 +24,7 @@ def test_demo_stats_export_import_round_trip(tmp_path, capsys):
     db = str(tmp_path / "demo.db")
     assert main(["--db", db, "demo"]) == 0
     assert f"loaded {len(sample_files())} sample session(s)" in capsys.readouterr().out
-    assert main(["--db", db, "demo"]) == 0
+    assert main(["demo", "--db", db]) == 0
     assert "loaded 0 sample session(s)" in capsys.readouterr().out
 
     assert main(["--db", db, "stats", "--json"]) == 0

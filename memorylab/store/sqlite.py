@@ -175,7 +175,7 @@ class Store:
                 params.append(value)
         rows = self._all(
             f"""SELECT s.*, COUNT(m.seq) AS message_count, COALESCE(SUM(m.tokens), 0) AS tokens,
-                   COALESCE(SUM(NOT EXISTS (SELECT 1 FROM messages c
+                   COALESCE(SUM(m.seq IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages c
                        WHERE c.session_pk = m.session_pk AND c.parent_id = m.id)), 0) AS branch_count
             FROM sessions s LEFT JOIN messages m ON m.session_pk = s.pk
             {"WHERE " + " AND ".join(where) if where else ""}
