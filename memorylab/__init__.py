@@ -2,13 +2,17 @@
 
 The engine is importable without Streamlit or litellm; those load only where they are used.
 """
+from .context import (FileProvider, SkillDirectoryProvider, SqliteSearchProvider, StaticProvider, Tool,
+                      render_system_prompt)
 from .errors import (
+    BlockBudgetError,
     ConflictError,
     ImportFormatError,
     InvalidInputError,
     InvalidMessageError,
     MemoryLabError,
     NotFoundError,
+    ReadOnlyBlockError,
 )
 from .io import export_session, import_session, parse_export, read_export, write_export
 from .messages import from_openai, message_text, normalize_message, to_openai
@@ -19,6 +23,8 @@ from .store import Store
 from .tokens import estimate_message_tokens, estimate_string_tokens
 
 __all__ = [
+    "BlockBudgetError", "FileProvider", "ReadOnlyBlockError", "SkillDirectoryProvider", "SqliteSearchProvider",
+    "StaticProvider", "Tool", "render_system_prompt",
     "ConflictError", "ImportFormatError", "InvalidInputError", "InvalidMessageError", "MemoryLabError",
     "NotFoundError", "Session", "Store", "apply_overlays", "estimate_message_tokens",
     "estimate_string_tokens", "export_session", "from_openai", "import_session", "load_samples",

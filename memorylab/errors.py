@@ -23,3 +23,11 @@ class ImportFormatError(MemoryLabError, ValueError):
 
 class ConflictError(MemoryLabError):
     """The write would overwrite something that exists (pass replace=True to allow it)."""
+
+
+class ReadOnlyBlockError(MemoryLabError):
+    """A write went to a context block whose provider has no ``set``."""
+
+
+class BlockBudgetError(MemoryLabError, ValueError):
+    """A write would put a context block over its ``max_tokens``; nothing was written."""

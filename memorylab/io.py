@@ -35,6 +35,7 @@ def export_session(session):
             "created_at": info["created_at"],
             "updated_at": info["updated_at"],
             "metadata": info["metadata"],
+            "cached_prompt": session.store.cached_prompt(session.pk),
         },
         "messages": messages,
         "compactions": session.get_compactions(),
@@ -81,6 +82,7 @@ def import_session(store, data, *, session_id=None, tenant_id=None, agent_id=Non
     store.write_session(
         tenant_id, agent_id, session_id,
         created_at=plan["created_at"], updated_at=plan["updated_at"], metadata=plan["metadata"],
+        cached_prompt=plan["cached_prompt"],
         messages=plan["messages"], compactions=plan["compactions"],
         context_blocks=plan["context_blocks"], replace=replace,
     )
@@ -106,6 +108,8 @@ def validate_export(data):
     _require(isinstance(metadata, dict), "session 'metadata' must be an object")
     created_at = header.get("created_at")
     _require(created_at is None or isinstance(created_at, str), "session 'created_at' must be a string")
+    cached_prompt = header.get("cached_prompt")
+    _require(cached_prompt is None or isinstance(cached_prompt, str), "session 'cached_prompt' must be a string")
     messages = _validate_messages(data.get("messages", []))
     parents = {m["id"]: m["parent_id"] for m in messages}
     fallback_time = messages[0]["created_at"] if messages else "1970-01-01T00:00:00Z"
@@ -116,6 +120,7 @@ def validate_export(data):
         "created_at": created_at or fallback_time,
         "updated_at": header.get("updated_at") or created_at or fallback_time,
         "metadata": metadata,
+        "cached_prompt": cached_prompt,
         "messages": messages,
         "compactions": _validate_compactions(data.get("compactions", []), parents),
         "context_blocks": _validate_blocks(data.get("context_blocks", [])),

@@ -6,6 +6,8 @@ All storage goes through ``Store``; this module holds the tree semantics.
 """
 import uuid
 
+from .context import ContextBlocks, build_tools
+from .context.blocks import StoredPromptProvider
 from .errors import NotFoundError
 from .messages import check_identifier, is_tool_part, normalize_message
 from .overlays import apply_overlays
@@ -22,6 +24,7 @@ class Session:
         self.tenant_id = check_identifier(tenant_id, "tenant id")
         self.agent_id = check_identifier(agent_id, "agent id")
         self._pk = None
+        self.context = ContextBlocks(self)
 
     @classmethod
     def create(cls, store, session_id=None, *, tenant_id="default", agent_id="default", metadata=None):
@@ -59,6 +62,67 @@ class Session:
 
     def set_metadata(self, metadata):
         self.store.set_session_metadata(self.pk, dict(metadata))
+
+    # -- builder -----------------------------------------------------------------------------
+
+    def with_context(self, label, *, description=None, max_tokens=None, provider=None):
+        """Add (or reconfigure) a context block; without a provider it is writable text stored in SQLite."""
+        self.context.configure(label, description=description, max_tokens=max_tokens, provider=provider)
+        return self
+
+    def with_cached_prompt(self, provider=None):
+        """Persist the frozen system prompt (in this session's row unless ``provider`` has get/set)."""
+        self.context.prompt_cache = provider or StoredPromptProvider(self)
+        return self
+
+    # -- context blocks and the system prompt --------------------------------------------------
+
+    def get_context_block(self, label):
+        """``{"label", "description", "content", "tokens", "max_tokens", "writable", "is_searchable", "is_skill"}``"""
+        return self.context.block(label)
+
+    def get_context_blocks(self):
+        return self.context.blocks()
+
+    def replace_context_block(self, label, content):
+        """Overwrite a writable block; over ``max_tokens`` or readonly is refused and nothing changes."""
+        return self.context.replace(label, content)
+
+    def append_context_block(self, label, content):
+        """Add ``content`` as a new line at the end of a writable block, within its budget."""
+        return self.context.append(label, content)
+
+    def add_context(self, label, *, description=None, max_tokens=None, provider=None):
+        """Add a block at run time (an existing label is a ConflictError). Returns the block."""
+        return self.context.configure(label, description=description, max_tokens=max_tokens,
+                                      provider=provider, replace=False)
+
+    def remove_context(self, label):
+        """Stop injecting a block; SQLite-stored content stays and returns if the label is added again."""
+        self.context.remove(label)
+
+    def render_system_prompt(self):
+        """The system prompt rendered from the blocks as they are now (not the frozen one)."""
+        return self.context.render()
+
+    def freeze_system_prompt(self):
+        """The system prompt, rendered on the first call and identical on every later call.
+
+        Block writes are stored at once but do not change it, so a provider's prefix cache stays warm
+        through a multi-step tool turn. ``refresh_system_prompt`` re-renders between turns.
+        """
+        return self.context.freeze()
+
+    def refresh_system_prompt(self):
+        return self.context.refresh()
+
+    def tools(self):
+        """``{name: Tool}`` for the blocks configured now; each Tool has ``execute(args) -> str``."""
+        return build_tools(self.context)
+
+    def openai_tools(self):
+        """The tools as the ``tools=`` list of litellm / OpenAI chat completions."""
+        return [tool.openai_schema() for tool in self.tools().values()]
 
     # -- writing -----------------------------------------------------------------------------
 

@@ -42,6 +42,8 @@ def test_phrases_ids_prefixes_and_diacritics(searchable):
     assert ids(searchable.search('"wrong item"')) == ["m3"]
     assert ids(searchable.search("deploy*")) == ["m1"]
     assert ids(searchable.search("cafe")) == ["m2"]
+    assert ids(searchable.search("schedul")) == ["m1"]  # bare words match as prefixes
+    assert searchable.search('"schedul"') == []  # a quoted phrase matches exactly
 
 
 def test_limit_is_respected(searchable):

@@ -2,8 +2,9 @@
 
 Every whitespace-separated chunk (or ``"quoted phrase"``) becomes a quoted FTS5 phrase, so
 operators (AND, OR, NOT, NEAR), parentheses, column filters (``text:``), ``^`` and stray quotes are
-matched as plain words and can never raise a syntax error. A trailing ``*`` keeps its meaning as
-a prefix search. Chunks become an implicit AND, which BM25 then ranks.
+matched as plain words and can never raise a syntax error. Bare words match as prefixes
+("pickup" finds "pickups", which a stemmer gets wrong as often as right); a quoted phrase matches
+exactly. Chunks become an implicit AND, which BM25 then ranks.
 """
 import re
 
@@ -19,10 +20,8 @@ def fts_query(text):
     text = _CONTROL.sub(" ", text)
     phrases = []
     for quoted, bare in _CHUNK.findall(text):
-        chunk = quoted or bare
-        prefix = chunk.endswith("*") and not quoted
-        chunk = chunk.replace('"', " ").rstrip("*").strip()
+        chunk = (quoted or bare).replace('"', " ").rstrip("*").strip()
         if not _WORD.search(chunk):
             continue
-        phrases.append(f'"{chunk}"' + ("*" if prefix else ""))
+        phrases.append(f'"{chunk}"' if quoted else f'"{chunk}"*')
     return " ".join(phrases) or None

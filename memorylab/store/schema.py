@@ -88,7 +88,54 @@ def _create_message_search(conn):
     )
 
 
-MIGRATIONS = (_create_core_tables, _create_message_search)
+def _create_context_storage(conn):
+    """Frozen prompts that survive restarts, keyed search entries with FTS5, and active skills."""
+    conn.execute("ALTER TABLE sessions ADD COLUMN cached_prompt TEXT")
+    conn.execute(
+        """CREATE TABLE search_entries (
+            pk INTEGER PRIMARY KEY,
+            tenant_id TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            key TEXT NOT NULL,
+            content TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            UNIQUE (tenant_id, namespace, key)
+        )"""
+    )
+    conn.execute(
+        "CREATE VIRTUAL TABLE search_entries_fts USING fts5(key, content, content='search_entries',"
+        " content_rowid='pk', tokenize='unicode61 remove_diacritics 2')"
+    )
+    conn.execute(
+        """CREATE TRIGGER search_entries_fts_insert AFTER INSERT ON search_entries BEGIN
+            INSERT INTO search_entries_fts (rowid, key, content) VALUES (new.pk, new.key, new.content);
+        END"""
+    )
+    conn.execute(
+        """CREATE TRIGGER search_entries_fts_delete AFTER DELETE ON search_entries BEGIN
+            INSERT INTO search_entries_fts (search_entries_fts, rowid, key, content)
+                VALUES ('delete', old.pk, old.key, old.content);
+        END"""
+    )
+    conn.execute(
+        """CREATE TRIGGER search_entries_fts_update AFTER UPDATE ON search_entries BEGIN
+            INSERT INTO search_entries_fts (search_entries_fts, rowid, key, content)
+                VALUES ('delete', old.pk, old.key, old.content);
+            INSERT INTO search_entries_fts (rowid, key, content) VALUES (new.pk, new.key, new.content);
+        END"""
+    )
+    conn.execute(
+        """CREATE TABLE skill_activations (
+            session_pk INTEGER NOT NULL REFERENCES sessions(pk) ON DELETE CASCADE,
+            label TEXT NOT NULL,
+            key TEXT NOT NULL,
+            activated_at TEXT NOT NULL,
+            PRIMARY KEY (session_pk, label, key)
+        )"""
+    )
+
+
+MIGRATIONS = (_create_core_tables, _create_message_search, _create_context_storage)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -16,6 +16,7 @@ import sqlite_utils
 
 from ..errors import ConflictError, InvalidMessageError, NotFoundError
 from ..messages import message_text, utc_now_iso
+from .context import ContextStorage
 from .fts import fts_query
 from .schema import migrate
 
@@ -53,7 +54,7 @@ def _compaction_from_row(row):
     }
 
 
-class Store:
+class Store(ContextStorage):
     """A memorylab database: ``Store("lab.db")`` or ``Store(":memory:")``."""
 
     def __init__(self, path=":memory:", *, timeout=30.0):
@@ -396,15 +397,6 @@ class Store:
         if not deleted:
             raise NotFoundError(f"overlay {overlay_id!r} is not in this session")
 
-    # -- context blocks ----------------------------------------------------------------------
-
-    def context_blocks(self, pk):
-        rows = self._all(
-            "SELECT label, content, updated_at FROM context_blocks WHERE session_pk = ? ORDER BY label",
-            (pk,),
-        )
-        return [dict(r) for r in rows]
-
     # -- search ------------------------------------------------------------------------------
 
     def search(self, query, *, limit=20, session_pk=None, tenant_id=None, agent_id=None):
@@ -437,7 +429,7 @@ class Store:
     # -- whole-session import ------------------------------------------------------------------
 
     def write_session(self, tenant_id, agent_id, session_id, *, created_at, updated_at, metadata,
-                      messages, compactions, context_blocks, replace=False):
+                      cached_prompt, messages, compactions, context_blocks, replace=False):
         """Write a complete, already validated session in one transaction (all or nothing)."""
         with self.transaction() as conn:
             existing = self.find_session(tenant_id, agent_id, session_id)
@@ -449,9 +441,9 @@ class Store:
                     )
                 conn.execute("DELETE FROM sessions WHERE pk = ?", (existing,))
             pk = conn.execute(
-                "INSERT INTO sessions (tenant_id, agent_id, session_id, created_at, updated_at, metadata)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (tenant_id, agent_id, session_id, created_at, updated_at, _dumps(metadata)),
+                "INSERT INTO sessions (tenant_id, agent_id, session_id, created_at, updated_at, metadata,"
+                " cached_prompt) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (tenant_id, agent_id, session_id, created_at, updated_at, _dumps(metadata), cached_prompt),
             ).lastrowid
             for message in messages:
                 self._insert(conn, pk, message, message["parent_id"])

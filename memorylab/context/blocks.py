@@ -1,0 +1,191 @@
+"""The context blocks of one session: configuration, reads, budget-checked writes, the frozen prompt."""
+import re
+from dataclasses import dataclass
+
+from ..errors import (BlockBudgetError, ConflictError, InvalidInputError, NotFoundError,
+                      ReadOnlyBlockError)
+from ..tokens import estimate_string_tokens
+from .providers import (READONLY, SEARCHABLE, SKILL, WRITABLE, SessionBlockProvider, accepts_keyed_set,
+                        provider_kind)
+from .render import render_system_prompt
+
+_LABEL = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class BlockConfig:
+    label: str
+    description: str | None
+    max_tokens: int | None
+    provider: object
+    kind: str
+
+
+class StoredPromptProvider:
+    """Keeps the frozen prompt in the session row, so a new process gets the identical string."""
+
+    def __init__(self, session):
+        self.session = session
+
+    def get(self):
+        return self.session.store.cached_prompt(self.session.pk)
+
+    def set(self, prompt):
+        self.session.store.set_cached_prompt(self.session.pk, prompt)
+
+
+def check_label(label):
+    if not isinstance(label, str) or not _LABEL.match(label):
+        raise InvalidInputError(
+            f"block label {label!r} must start with a letter and hold only letters, digits, '_' or '-' "
+            "(at most 64 characters)"
+        )
+    return label
+
+
+class ContextBlocks:
+    """Everything a session knows about its context blocks, in configured order."""
+
+    def __init__(self, session):
+        self.session = session
+        self._configs = {}
+        self._frozen = None
+        self.prompt_cache = None
+
+    # -- configuration -------------------------------------------------------------------------
+
+    def configure(self, label, *, description=None, max_tokens=None, provider=None, replace=True):
+        check_label(label)
+        if not replace and label in self._configs:
+            raise ConflictError(f"a block labelled {label!r} exists already; remove it first")
+        if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
+                                       or max_tokens <= 0):
+            raise InvalidInputError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
+        if provider is None:
+            provider = SessionBlockProvider(self.session.store, self.session.pk, label)
+        self._configs[label] = BlockConfig(label, description, max_tokens, provider, provider_kind(provider))
+        return self.block(label)
+
+    def remove(self, label):
+        if self._configs.pop(label, None) is None:
+            raise NotFoundError(f"no context block {label!r}")
+
+    def config(self, label):
+        try:
+            return self._configs[label]
+        except KeyError:
+            known = ", ".join(self._configs) or "none"
+            raise NotFoundError(f"no context block {label!r}; blocks: {known}") from None
+
+    @property
+    def configs(self):
+        return list(self._configs.values())
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def block(self, label):
+        config = self.config(label)
+        content = config.provider.get() or ""
+        block = {
+            "label": label,
+            "description": config.description,
+            "content": content,
+            "tokens": estimate_string_tokens(content),
+            "max_tokens": config.max_tokens,
+            "writable": config.kind == WRITABLE or (config.kind == SEARCHABLE and accepts_keyed_set(config.provider)),
+            "is_searchable": config.kind == SEARCHABLE,
+            "is_skill": config.kind == SKILL,
+            "kind": config.kind,
+        }
+        if config.kind == SKILL:
+            block["active_skills"] = self.session.store.active_skills(self.session.pk, label)
+        return block
+
+    def blocks(self):
+        return [self.block(label) for label in self._configs]
+
+    def render(self):
+        return render_system_prompt(self.blocks())
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def _writable(self, label):
+        config = self.config(label)
+        if config.kind == READONLY:
+            raise ReadOnlyBlockError(f"block {label!r} is readonly: its provider has no set()")
+        if config.kind != WRITABLE:
+            raise InvalidInputError(
+                f"block {label!r} is {config.kind}: it takes keyed entries, not whole-block writes"
+            )
+        return config
+
+    def _check_budget(self, config, content):
+        if not isinstance(content, str):
+            raise InvalidInputError(f"block content must be a string, got {type(content).__name__}")
+        tokens = estimate_string_tokens(content)
+        if config.max_tokens is not None and tokens > config.max_tokens:
+            raise BlockBudgetError(
+                f"block {config.label!r} allows {config.max_tokens} tokens; the new content would be "
+                f"{tokens} tokens. Nothing was written: shorten it or remove something first."
+            )
+
+    def replace(self, label, content):
+        config = self._writable(label)
+        self._check_budget(config, content)
+        config.provider.set(content)
+        return self.block(label)
+
+    def append(self, label, content):
+        config = self._writable(label)
+        current = config.provider.get() or ""
+        combined = f"{current}\n{content}" if current else content
+        self._check_budget(config, combined)
+        config.provider.set(combined)
+        return self.block(label)
+
+    def set_entry(self, label, key, content):
+        config = self.config(label)
+        if config.kind not in (SEARCHABLE, SKILL) or not accepts_keyed_set(config.provider):
+            raise ReadOnlyBlockError(f"block {label!r} does not take keyed entries")
+        self._check_budget(config, content)
+        config.provider.set(key, content)
+        return self.block(label)
+
+    def search(self, label, query):
+        config = self.config(label)
+        if config.kind != SEARCHABLE:
+            raise InvalidInputError(f"block {label!r} is {config.kind}, not searchable")
+        return config.provider.search(query)
+
+    def _skill_provider(self, label):
+        config = self.config(label)
+        if config.kind != SKILL:
+            raise InvalidInputError(f"block {label!r} is {config.kind}, not a skills block")
+        return config.provider
+
+    def activate_skill(self, label, key):
+        body = self._skill_provider(label).load(key)
+        self.session.store.set_skill_active(self.session.pk, label, key, True)
+        return body
+
+    def deactivate_skill(self, label, key):
+        self._skill_provider(label)
+        if key not in self.session.store.active_skills(self.session.pk, label):
+            raise NotFoundError(f"skill {key!r} is not active in {label!r}")
+        self.session.store.set_skill_active(self.session.pk, label, key, False)
+
+    # -- the frozen system prompt --------------------------------------------------------------
+
+    def freeze(self):
+        """Render once, then return the same string (from the prompt cache when one is set)."""
+        if self._frozen is None and self.prompt_cache is not None:
+            self._frozen = self.prompt_cache.get()
+        if self._frozen is None:
+            self.refresh()
+        return self._frozen
+
+    def refresh(self):
+        self._frozen = self.render()
+        if self.prompt_cache is not None:
+            self.prompt_cache.set(self._frozen)
+        return self._frozen

@@ -1,0 +1,103 @@
+import pytest
+
+from memorylab import Session
+from memorylab.context import SkillDirectoryProvider, SqliteSearchProvider, StaticProvider
+
+
+@pytest.fixture
+def full(store, tmp_path):
+    skills = tmp_path / "skills"
+    skills.mkdir()
+    (skills / "refund.md").write_text("# Refund\nRefund an order.\n\n1. Verify the order id.\n")
+    kb = SqliteSearchProvider(store, namespace="kb")
+    kb.set("dhl", "DHL pickups happen at 4pm.")
+    return (Session.create(store, "tools")
+            .with_context("soul", provider=StaticProvider("You help."))
+            .with_context("memory", description="Facts", max_tokens=30)
+            .with_context("kb", description="Knowledge", provider=kb)
+            .with_context("skills", description="Skills", provider=SkillDirectoryProvider(skills)))
+
+
+def test_tools_appear_only_when_a_block_needs_them(store):
+    readonly = Session.create(store, "ro").with_context("soul", provider=StaticProvider("x"))
+    assert readonly.tools() == {}
+    writable = Session.create(store, "rw").with_context("memory")
+    assert list(writable.tools()) == ["set_context"]
+    search_only = Session.create(store, "s").with_context("kb", provider=type("P", (), {
+        "get": lambda self: "n", "search": lambda self, q: "hit"})())
+    assert list(search_only.tools()) == ["search_context"]
+
+
+def test_schemas_and_openai_shape(full):
+    tools = full.tools()
+    assert list(tools) == ["set_context", "search_context", "activate_skill", "deactivate_skill"]
+    set_context = tools["set_context"].parameters
+    assert set_context["properties"]["label"]["enum"] == ["memory", "kb"]
+    assert set_context["properties"]["action"]["enum"] == ["replace", "append"]
+    assert set_context["required"] == ["label", "content"]
+    assert "memory: Facts (0/30 tokens)" in tools["set_context"].description
+    assert tools["search_context"].parameters["properties"]["label"]["enum"] == ["kb"]
+    assert "kb: Knowledge (1 entry indexed.)" in tools["search_context"].description
+    openai = full.openai_tools()
+    assert [t["function"]["name"] for t in openai] == list(tools)
+    assert all(t["type"] == "function" and t["function"]["parameters"]["type"] == "object" for t in openai)
+
+
+def test_set_context_happy_paths_report_usage(full):
+    tool = full.tools()["set_context"]
+    assert tool.execute({"label": "memory", "content": "likes tea"}) == "Replaced memory: now 3/30 tokens."
+    assert tool.execute({"label": "memory", "content": "lives in Porto", "action": "append"}) == \
+        "Appended to memory: now 7/30 tokens."
+    assert full.get_context_block("memory")["content"] == "likes tea\nlives in Porto"
+    assert tool.execute({"label": "kb", "key": "ups", "content": "UPS pickups at 2pm."}) == \
+        "Stored entry 'ups' in kb. 2 entries indexed."
+
+
+@pytest.mark.parametrize("args, fragment", [
+    ({"label": "nope", "content": "x"}, "no context block 'nope'"),
+    ({"label": "soul", "content": "x"}, "readonly"),
+    ({"label": "memory", "content": "word " * 40}, "allows 30 tokens"),
+    ({"label": "memory", "content": "x", "action": "delete"}, "action must be"),
+    ({"label": "kb", "content": "x"}, "pass a key"),
+    ({"label": "memory"}, "needs content"),
+    ({"label": "memory", "content": 5}, "content must be a string"),
+])
+def test_set_context_errors_are_text_and_change_nothing(full, args, fragment):
+    full.replace_context_block("memory", "kept")
+    result = full.tools()["set_context"].execute(args)
+    assert result.startswith("Error:") and fragment in result
+    assert full.get_context_block("memory")["content"] == "kept"
+
+
+def test_search_context_hits_misses_and_errors(full):
+    tool = full.tools()["search_context"]
+    assert tool.execute({"label": "kb", "query": "DHL pickup"}) == "[dhl]\nDHL pickups happen at 4pm."
+    assert tool.execute({"label": "kb", "query": "fedex"}) == "No entries match 'fedex'."
+    assert "not searchable" in tool.execute({"label": "memory", "query": "x"})
+    assert tool.execute("not a dict").startswith("Error:")
+
+
+def test_skill_activation_round_trip(full):
+    tools = full.tools()
+    body = tools["activate_skill"].execute({"label": "skills", "key": "refund"})
+    assert "1. Verify the order id." in body
+    assert full.get_context_block("skills")["active_skills"] == ["refund"]
+    assert "Verify the order id" not in full.freeze_system_prompt()
+    assert "no skill 'nope'" in tools["activate_skill"].execute({"label": "skills", "key": "nope"})
+    assert "no skill '../etc'" in tools["activate_skill"].execute({"label": "skills", "key": "../etc"})
+    assert tools["deactivate_skill"].execute({"label": "skills", "key": "refund"}) == "Skill 'refund' deactivated."
+    assert "not active" in tools["deactivate_skill"].execute({"label": "skills", "key": "refund"})
+    assert full.get_context_block("skills")["active_skills"] == []
+
+
+def test_a_failing_user_provider_becomes_error_text(store):
+    class Broken:
+        def get(self):
+            return "ok"
+
+        def search(self, query):
+            raise RuntimeError("index offline")
+
+    session = Session.create(store, "broken").with_context("kb", provider=Broken())
+    assert session.tools()["search_context"].execute({"label": "kb", "query": "x"}) == \
+        "Error: search_context failed: RuntimeError: index offline"
