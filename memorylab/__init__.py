@@ -2,6 +2,7 @@
 
 The engine is importable without Streamlit or litellm; those load only where they are used.
 """
+from .compaction import CompactionPlan, build_summary_prompt, create_compact_function, plan_compaction
 from .context import (FileProvider, SkillDirectoryProvider, SqliteSearchProvider, StaticProvider, Tool,
                       render_system_prompt)
 from .errors import (
@@ -21,8 +22,12 @@ from .samples import load_samples
 from .session import Session
 from .store import Store
 from .tokens import estimate_message_tokens, estimate_string_tokens
+from .truncation import enforce_row_size_limit, truncate_older_messages
+from .window import ContextWindow
 
 __all__ = [
+    "CompactionPlan", "ContextWindow", "build_summary_prompt", "create_compact_function", "enforce_row_size_limit",
+    "plan_compaction", "truncate_older_messages",
     "BlockBudgetError", "FileProvider", "ReadOnlyBlockError", "SkillDirectoryProvider", "SqliteSearchProvider",
     "StaticProvider", "Tool", "render_system_prompt",
     "ConflictError", "ImportFormatError", "InvalidInputError", "InvalidMessageError", "MemoryLabError",

@@ -170,10 +170,10 @@ def _tail_start(messages, counts, head_end, tail_token_budget, min_tail_messages
     return start
 
 
-def _original_id(message, end):
+def _original_id(message, which_end):
     """A message's own id, or for a summary the original id its overlay starts or ends at."""
     if is_summary_message(message):
-        return message["metadata"]["compaction"][end]
+        return message["metadata"]["compaction"][which_end]
     return message["id"]
 
 

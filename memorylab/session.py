@@ -5,14 +5,21 @@ Every message has a parent; appending under a message that already has children 
 All storage goes through ``Store``; this module holds the tree semantics.
 """
 import uuid
+import warnings
 
 from .context import ContextBlocks, build_tools
 from .context.blocks import StoredPromptProvider
-from .errors import NotFoundError
-from .messages import check_identifier, is_tool_part, normalize_message
-from .overlays import apply_overlays
+from .errors import InvalidInputError, InvalidMessageError, NotFoundError
+from .messages import check_identifier, is_tool_part, normalize_message, utc_now_iso
+from .overlays import apply_overlays, visible_overlays
 from .store.sqlite import LATEST_LEAF
-from .tokens import estimate_message_tokens
+from .tokens import estimate_message_tokens, estimate_string_tokens
+from .truncation import ROW_SIZE_LIMIT_BYTES, enforce_row_size_limit
+
+COMPACTION_STATUS_KEY = "memorylab.compaction"
+# After an automatic compaction found nothing to do, wait until the history has grown this much
+# (as a fraction of its size then) before trying again, instead of asking the model every turn.
+AUTO_COMPACT_RETRY_GROWTH = 0.25
 
 
 class Session:
@@ -25,6 +32,12 @@ class Session:
         self.agent_id = check_identifier(agent_id, "agent id")
         self._pk = None
         self.context = ContextBlocks(self)
+        self.row_size_limit = ROW_SIZE_LIMIT_BYTES
+        self._compact_function = None
+        self._compact_threshold = None
+        self._compact_token_counter = None
+        self._compaction_error_handler = None
+        self._auto_compact_skip_below = None
 
     @classmethod
     def create(cls, store, session_id=None, *, tenant_id="default", agent_id="default", metadata=None):
@@ -73,6 +86,33 @@ class Session:
     def with_cached_prompt(self, provider=None):
         """Persist the frozen system prompt (in this session's row unless ``provider`` has get/set)."""
         self.context.prompt_cache = provider or StoredPromptProvider(self)
+        return self
+
+    def with_row_size_limit(self, max_bytes):
+        """Shrink messages over ``max_bytes`` (compact JSON, UTF-8) before they are stored."""
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1024:
+            raise InvalidInputError(f"row size limit must be an integer of at least 1024 bytes, got {max_bytes!r}")
+        self.row_size_limit = max_bytes
+        return self
+
+    def on_compaction(self, compact_function):
+        """Register ``fn(history) -> {"summary", "from_id", "to_id"} | None`` (see ``create_compact_function``)."""
+        if not callable(compact_function):
+            raise InvalidInputError("on_compaction needs a callable taking the history")
+        self._compact_function = compact_function
+        return self
+
+    def compact_after(self, threshold, *, token_counter=None):
+        """Compact after an append when history plus system prompt is estimated strictly over ``threshold``."""
+        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold <= 0:
+            raise InvalidInputError(f"compact_after threshold must be a positive integer, got {threshold!r}")
+        self._compact_threshold = threshold
+        self._compact_token_counter = token_counter
+        return self
+
+    def on_compaction_error(self, handler):
+        """Register ``handler(error)``, called when a compaction fails (the append itself never fails)."""
+        self._compaction_error_handler = handler
         return self
 
     # -- context blocks and the system prompt --------------------------------------------------
@@ -136,8 +176,12 @@ class Session:
         """
         message = normalize_message(message)
         self._name_tool_results(message, parent_id)
+        message = enforce_row_size_limit(message, self.row_size_limit)
         message["tokens"] = estimate_message_tokens([message])
-        return self.store.append_message(self.pk, message, parent_id)
+        stored = self.store.append_message(self.pk, message, parent_id)
+        if self._compact_threshold is not None:
+            self._maybe_auto_compact(stored["id"])
+        return stored
 
     def _name_tool_results(self, message, parent_id):
         """OpenAI tool results carry no tool name: take it from the call in the parent message."""
@@ -160,6 +204,7 @@ class Session:
         if original is None:
             raise NotFoundError(f"cannot update: no message {message.get('id') if isinstance(message, dict) else message!r}")
         message = normalize_message({"created_at": original["created_at"], **message})
+        message = enforce_row_size_limit(message, self.row_size_limit)
         message["tokens"] = estimate_message_tokens([message])
         return self.store.update_message(self.pk, message)
 
@@ -236,6 +281,88 @@ class Session:
     def remove_compaction(self, overlay_id):
         """Undo an overlay; the messages it covered show again on read."""
         self.store.delete_compaction(self.pk, overlay_id)
+
+    # -- compaction ----------------------------------------------------------------------------
+
+    def estimate_context_tokens(self, leaf_id=None, *, token_counter=None):
+        """What a request would hold: the overlaid history plus the system prompt, in estimated tokens."""
+        history = self.get_history(leaf_id)
+        history_tokens = token_counter(history) if token_counter else sum(m["tokens"] for m in history)
+        return history_tokens + estimate_string_tokens(self.context.current_prompt())
+
+    def compact(self, leaf_id=None):
+        """Run the registered compaction on the branch ending at ``leaf_id`` (default: latest leaf).
+
+        The new overlay starts no later than the oldest overlay already visible on the branch, so
+        each branch keeps one growing summary. Returns the new overlay, or None when there was
+        nothing to compact. The frozen system prompt is re-rendered afterwards.
+        """
+        if self._compact_function is None:
+            raise InvalidInputError("no compaction function: register one with on_compaction(...)")
+        leaf_id = leaf_id or self.store.latest_leaf_id(self.pk)
+        if leaf_id is None or self.get_message(leaf_id) is None:
+            raise NotFoundError(f"no message {leaf_id!r} to compact up to")
+        result = self._compact_function(self.get_history(leaf_id))
+        if not result or not (result.get("summary") or "").strip():
+            self._record_compaction_status("nothing_to_compact", "the compaction function returned no summary")
+            return None
+        path = self.store.get_path(self.pk, leaf_id)
+        position = {m["id"]: i for i, m in enumerate(path)}
+        start, end = position.get(result.get("from_id")), position.get(result.get("to_id"))
+        if start is None or end is None or start > end:
+            raise InvalidMessageError(
+                f"compaction range {result.get('from_id')!r}..{result.get('to_id')!r} is not on the branch "
+                f"ending at {leaf_id!r}"
+            )
+        visible = visible_overlays(path, self.store.compactions(self.pk))
+        start = min([start, *visible])
+        metadata = {key: result[key] for key in ("tokens_before", "tokens_after") if key in result}
+        if "plan" in result:
+            metadata.update(tokens_before=result["plan"].tokens_before, tokens_after=result["plan"].tokens_after)
+        overlay = self.add_compaction(result["summary"].strip(), path[start]["id"], result["to_id"],
+                                      metadata=metadata)
+        self.refresh_system_prompt()
+        self._record_compaction_status("compacted", f"overlay {overlay['id']} covers "
+                                       f"{path[start]['id']}..{result['to_id']}", overlay_id=overlay["id"])
+        return overlay
+
+    def _maybe_auto_compact(self, leaf_id):
+        try:
+            estimate = self.estimate_context_tokens(leaf_id, token_counter=self._compact_token_counter)
+            if estimate <= self._compact_threshold:
+                return
+            if self._auto_compact_skip_below is not None and estimate < self._auto_compact_skip_below:
+                return
+            if self._compact_function is None:
+                raise InvalidInputError(
+                    f"context is {estimate} tokens, over the compact_after threshold of "
+                    f"{self._compact_threshold}, but no compaction function is registered"
+                )
+            if self.compact(leaf_id) is None:
+                self._auto_compact_skip_below = int(estimate * (1 + AUTO_COMPACT_RETRY_GROWTH))
+                warnings.warn(
+                    f"session {self.session_id!r}: context is {estimate} tokens, over the threshold of "
+                    f"{self._compact_threshold}, but there is nothing to compact; retrying once it "
+                    f"reaches {self._auto_compact_skip_below}",
+                    RuntimeWarning, stacklevel=3,
+                )
+            else:
+                self._auto_compact_skip_below = None
+        except Exception as error:  # the message is stored; a failed compaction must not undo the append
+            self._record_compaction_status("error", f"{type(error).__name__}: {error}")
+            if self._compaction_error_handler is not None:
+                self._compaction_error_handler(error)
+
+    def _record_compaction_status(self, state, detail, **extra):
+        """Keep the last compaction outcome in the session metadata, where the lab shows it."""
+        metadata = self.info["metadata"]
+        metadata[COMPACTION_STATUS_KEY] = {"state": state, "detail": detail, "at": utc_now_iso(), **extra}
+        self.set_metadata(metadata)
+
+    @property
+    def compaction_status(self):
+        """The last compaction outcome: ``{"state": "compacted"|"nothing_to_compact"|"error", "detail", "at"}``."""
+        return self.info["metadata"].get(COMPACTION_STATUS_KEY)
 
     def stats(self):
         """Counts for a quick overview: messages, branches, overlays, latest path length and tokens."""

@@ -26,10 +26,6 @@ def require_non_negative_ints(**settings):
             raise InvalidInputError(f"{name} must be a non-negative integer, got {value!r}")
 
 
-def truncation_marker(removed_chars):
-    return f"... [truncated {removed_chars} chars]"
-
-
 def truncate_text(text, max_chars):
     """``text[:max_chars]`` plus a marker naming how many characters were cut.
 
@@ -37,7 +33,7 @@ def truncate_text(text, max_chars):
     replaces: a cut must never make anything bigger.
     """
     removed = len(text) - max_chars
-    marker = truncation_marker(removed)
+    marker = f"... [truncated {removed} chars]"
     if removed <= len(marker):
         return text
     return text[:max_chars] + marker
@@ -60,14 +56,18 @@ def longest_fitting(upper, fits):
     return low
 
 
+def _as_json(value):
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def json_size(value):
     """Characters of ``value`` as compact JSON (a string counts its quotes and escapes)."""
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
+    return len(_as_json(value))
 
 
 def stored_bytes(value):
     """UTF-8 bytes of ``value`` as compact JSON: what a row holding it takes."""
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8"))
+    return len(_as_json(value).encode("utf-8"))
 
 
 def shorten_json(value, budget):
@@ -115,8 +115,8 @@ def _shorten_object(mapping, budget):
     room = budget - len("{}") - key_overhead
     sizes = {key: json_size(value) for key, value in mapping.items()}
     shortened = {}
-    for remaining, key in enumerate(sorted(mapping, key=sizes.get)):
-        share = max(room // (len(mapping) - remaining), 0)
+    for done, key in enumerate(sorted(mapping, key=sizes.get)):
+        share = max(room // (len(mapping) - done), 0)
         value = shorten_json(mapping[key], share)
         room -= sizes[key] if value is mapping[key] else share
         shortened[key] = value
@@ -136,7 +136,7 @@ def shorten_tool_output(output, max_chars):
     return shortened if json_size(shortened) < json_size(output) else output
 
 
-def with_value(mapping, key, value):
+def _with_value(mapping, key, value):
     """``mapping`` itself when ``value`` is already there, else a copy holding it."""
     return mapping if mapping.get(key) is value else {**mapping, key: value}
 
@@ -170,9 +170,9 @@ def _truncate_message(message, max_tool_output_chars, max_text_chars):
 
 def _truncate_part(part, max_tool_output_chars, max_text_chars):
     if part.get("type") == "text" and isinstance(part.get("text"), str):
-        return with_value(part, "text", truncate_text(part["text"], max_text_chars))
+        return _with_value(part, "text", truncate_text(part["text"], max_text_chars))
     if is_tool_part(part) and "output" in part:
-        return with_value(part, "output", shorten_tool_output(part["output"], max_tool_output_chars))
+        return _with_value(part, "output", shorten_tool_output(part["output"], max_tool_output_chars))
     return part
 
 
@@ -196,21 +196,19 @@ def enforce_row_size_limit(message, max_bytes=ROW_SIZE_LIMIT_BYTES):
         "metadata": {**(message.get("metadata") or {}), "row_size_limit": record},
     }
     for index, field in _shrink_order(shrunk["parts"]):
-        excess = stored_bytes(shrunk) - max_bytes
-        if excess <= 0:
+        if stored_bytes(shrunk) <= max_bytes:
             break
         part = shrunk["parts"][index]
         value = part[field]
-        if field == "output":
-            smaller = _output_preview(value)
-            original_chars = len(compact_json(value))
-        else:
-            smaller = _cut_text_by_bytes(value, excess)
-            original_chars = len(value)
-        if stored_bytes(smaller) >= stored_bytes(value):
-            continue
-        shrunk["parts"][index] = {**part, field: smaller}
+        original_chars = len(compact_json(value)) if field == "output" else len(value)
+        # The record of this cut takes bytes too, so it is in place before the excess is measured.
         record["shrunk"].append({"part": index, "field": field, "original_chars": original_chars})
+        excess = stored_bytes(shrunk) - max_bytes
+        smaller = _output_preview(value) if field == "output" else _cut_text_by_bytes(value, excess)
+        if stored_bytes(smaller) < stored_bytes(value):
+            shrunk["parts"][index] = {**part, field: smaller}
+        else:
+            record["shrunk"].pop()
     while record["stored_bytes"] != (size := stored_bytes(shrunk)):
         record["stored_bytes"] = size
     if size > max_bytes:

@@ -83,6 +83,8 @@ class ContextWindow:
 
     Reads return copies, so nothing outside changes the window except its methods. With
     ``auto_resize`` every ``add_chat_history`` and ``set_chat_history`` runs the policy.
+    ``load_json`` and ``load_yaml`` are classmethods returning a new window, so a failed import
+    cannot damage a window in use; handlers are code, not state, and are registered on it again.
     """
 
     def __init__(self, *, max_length=12000, auto_resize=True):
@@ -167,11 +169,11 @@ class ContextWindow:
         Without a strategy from the analysis handlers, ``simple_cut`` runs when the window is over
         ``max_length``. An unknown strategy is warned about and changes nothing.
         """
-        strategy = next(
-            (name for name in (handler(*self._handler_arguments()) for handler in self._analysis_handlers)
-             if name is not None),
-            None,
-        )
+        strategy = None
+        for analyse in self._analysis_handlers:
+            strategy = analyse(*self._handler_arguments())
+            if strategy is not None:
+                break
         if strategy is None and self.window_length > self.max_length:
             strategy = SIMPLE_CUT
         if strategy is None:
@@ -250,17 +252,17 @@ class ContextWindow:
     @classmethod
     def load_json(cls, text):
         """A new window from ``to_json`` output; an existing window is never touched."""
-        try:
-            state = json.loads(text)
-        except (TypeError, ValueError) as error:
-            raise ImportFormatError(f"the context window export is not valid JSON: {error}") from None
-        return cls.from_dict(state)
+        return cls._load(text, json.loads, ValueError, "JSON")
 
     @classmethod
     def load_yaml(cls, text):
         """A new window from ``to_yaml`` output; an existing window is never touched."""
+        return cls._load(text, yaml.safe_load, yaml.YAMLError, "YAML")
+
+    @classmethod
+    def _load(cls, text, parse, parse_error, format_name):
         try:
-            state = yaml.safe_load(text)
-        except yaml.YAMLError as error:
-            raise ImportFormatError(f"the context window export is not valid YAML: {error}") from None
+            state = parse(text)
+        except parse_error as error:
+            raise ImportFormatError(f"the context window export is not valid {format_name}: {error}") from None
         return cls.from_dict(state)

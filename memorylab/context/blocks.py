@@ -184,6 +184,10 @@ class ContextBlocks:
             self.refresh()
         return self._frozen
 
+    def current_prompt(self):
+        """The frozen prompt when there is one, else what freezing would produce now."""
+        return self._frozen if self._frozen is not None else self.render()
+
     def refresh(self):
         self._frozen = self.render()
         if self.prompt_cache is not None:

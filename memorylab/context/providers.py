@@ -52,7 +52,10 @@ class StaticProvider:
 
 
 class FileProvider:
-    """The text of a file (a SOUL.md, say), read on every ``get`` so edits show after a refresh."""
+    """The text of a file (a SOUL.md, say), read on every ``get`` so edits show after a refresh.
+
+    Trailing newlines are dropped: files end with one, rendered blocks do not.
+    """
 
     def __init__(self, path, *, encoding="utf-8"):
         self.path = Path(path)
@@ -61,7 +64,7 @@ class FileProvider:
     def get(self):
         if not self.path.is_file():
             return ""
-        return self.path.read_text(encoding=self.encoding)
+        return self.path.read_text(encoding=self.encoding).rstrip("\n")
 
 
 class SessionBlockProvider:
