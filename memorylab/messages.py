@@ -76,7 +76,6 @@ def _check_part(part, index):
             raise InvalidMessageError(
                 f"{where}.state must be input-available, output-available or output-error"
             )
-    _check_json(part, where)
     return dict(part)
 
 
@@ -102,14 +101,26 @@ def normalize_message(message):
     metadata = message.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise InvalidMessageError("metadata must be a dict")
-    _check_json(metadata, "metadata")
+    checked_parts = [_check_part(p, i) for i, p in enumerate(parts)]
+    _check_storable(checked_parts, metadata)
     return {
         "id": message_id,
         "role": role,
-        "parts": [_check_part(p, i) for i, p in enumerate(parts)],
+        "parts": checked_parts,
         "created_at": created_at,
         "metadata": dict(metadata),
     }
+
+
+def _check_storable(parts, metadata):
+    """One JSON encoding of the whole message; only on failure is the culprit looked for."""
+    try:
+        _check_json({"parts": parts, "metadata": metadata}, "message")
+    except InvalidMessageError:
+        for index, part in enumerate(parts):
+            _check_json(part, f"parts[{index}]")
+        _check_json(metadata, "metadata")
+        raise
 
 
 def _check_timestamp(value):

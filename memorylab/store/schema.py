@@ -135,7 +135,18 @@ def _create_context_storage(conn):
     )
 
 
-MIGRATIONS = (_create_core_tables, _create_message_search, _create_context_storage)
+def _track_latest_message(conn):
+    """Keep the newest message id on the session row: the append path reads it instead of probing
+    an index that every insert would have to maintain."""
+    conn.execute("ALTER TABLE sessions ADD COLUMN latest_message_id TEXT")
+    conn.execute(
+        "UPDATE sessions SET latest_message_id ="
+        " (SELECT id FROM messages WHERE session_pk = sessions.pk ORDER BY seq DESC LIMIT 1)"
+    )
+    conn.execute("DROP INDEX messages_session")
+
+
+MIGRATIONS = (_create_core_tables, _create_message_search, _create_context_storage, _track_latest_message)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

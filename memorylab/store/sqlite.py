@@ -31,13 +31,22 @@ def _dumps(value):
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+# Stored JSON is always written compactly by _dumps, so the decoder's outer layers (whitespace
+# handling) can be skipped; reading a 10k-message path spends most of its time here.
+_decode = json.JSONDecoder().raw_decode
+
+
+def _load_json(text):
+    return {} if text == "{}" else _decode(text)[0]
+
+
 def _message_from_row(row):
     return {
         "id": row["id"],
         "role": row["role"],
-        "parts": json.loads(row["parts"]),
+        "parts": _load_json(row["parts"]),
         "created_at": row["created_at"],
-        "metadata": json.loads(row["metadata"]),
+        "metadata": _load_json(row["metadata"]),
         "parent_id": row["parent_id"],
         "tokens": row["tokens"],
     }
@@ -214,7 +223,7 @@ class Store(ContextStorage):
             # One round trip answers both "is this a repeat?" and "which leaf is the newest?".
             exists, latest = conn.execute(
                 "SELECT EXISTS (SELECT 1 FROM messages WHERE session_pk = :pk AND id = :id),"
-                " (SELECT id FROM messages WHERE session_pk = :pk ORDER BY seq DESC LIMIT 1)",
+                " (SELECT latest_message_id FROM sessions WHERE pk = :pk)",
                 {"pk": pk, "id": message["id"]},
             ).fetchone()
             if exists:
@@ -227,7 +236,10 @@ class Store(ContextStorage):
                     "to start a new root"
                 )
             self._insert(conn, pk, message, parent)
-            conn.execute("UPDATE sessions SET updated_at = ? WHERE pk = ?", (utc_now_iso(), pk))
+            conn.execute(
+                "UPDATE sessions SET updated_at = ?, latest_message_id = ? WHERE pk = ?",
+                (utc_now_iso(), message["id"], pk),
+            )
         return dict(message, parent_id=parent)
 
     def _insert(self, conn, pk, message, parent_id):
@@ -248,10 +260,16 @@ class Store(ContextStorage):
         return _message_from_row(row) if row else None
 
     def latest_leaf_id(self, pk):
-        row = self._one(
-            "SELECT id FROM messages WHERE session_pk = ? ORDER BY seq DESC LIMIT 1", (pk,)
+        row = self._one("SELECT latest_message_id FROM sessions WHERE pk = ?", (pk,))
+        return row["latest_message_id"] if row else None
+
+    def _reset_latest(self, conn, pk):
+        """Recompute the newest message after removals or a bulk write (rare, so a scan is fine)."""
+        conn.execute(
+            "UPDATE sessions SET latest_message_id = (SELECT id FROM messages WHERE session_pk = :pk"
+            " ORDER BY seq DESC LIMIT 1), updated_at = :now WHERE pk = :pk",
+            {"pk": pk, "now": utc_now_iso()},
         )
-        return row["id"] if row else None
 
     def _path_cte(self):
         return """WITH RECURSIVE path(seq, parent_id, depth) AS (
@@ -351,12 +369,15 @@ class Store(ContextStorage):
                 )
                 conn.execute("DELETE FROM messages WHERE session_pk = ? AND id = ?", (pk, message_id))
                 removed += 1
+            self._reset_latest(conn, pk)
         return removed
 
     def clear_messages(self, pk):
         with self.transaction() as conn:
             conn.execute("DELETE FROM compactions WHERE session_pk = ?", (pk,))
-            return conn.execute("DELETE FROM messages WHERE session_pk = ?", (pk,)).rowcount
+            removed = conn.execute("DELETE FROM messages WHERE session_pk = ?", (pk,)).rowcount
+            self._reset_latest(conn, pk)
+        return removed
 
     # -- compaction overlays -------------------------------------------------------------------
 
@@ -447,6 +468,8 @@ class Store(ContextStorage):
             ).lastrowid
             for message in messages:
                 self._insert(conn, pk, message, message["parent_id"])
+            conn.execute("UPDATE sessions SET latest_message_id = ? WHERE pk = ?",
+                         (messages[-1]["id"] if messages else None, pk))
             conn.executemany(
                 "INSERT INTO compactions (session_pk, id, from_id, to_id, summary, created_at, metadata)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
