@@ -141,6 +141,34 @@ class Session:
         """Stop injecting a block; SQLite-stored content stays and returns if the label is added again."""
         self.context.remove(label)
 
+    def search_context(self, label, query):
+        """What the ``search_context`` tool would return for ``query`` on a searchable block."""
+        return self.context.search(label, query)
+
+    def set_context_entry(self, label, key, content):
+        """Index one keyed entry in a searchable block whose provider has ``set(key, content)``."""
+        return self.context.set_entry(label, key, content)
+
+    def get_context_entries(self, label):
+        """Every entry of a searchable block, when its provider can list them (else ``[]``)."""
+        provider = self.context.config(label).provider
+        return provider.entries() if callable(getattr(provider, "entries", None)) else []
+
+    def get_skill_catalog(self, label):
+        """``[{"key", "description", "active"}]`` of a skills block whose provider lists its keys."""
+        provider = self.context.config(label).provider
+        active = set(self.get_context_block(label).get("active_skills", ()))
+        keys = provider.keys() if callable(getattr(provider, "keys", None)) else []
+        describe = getattr(provider, "describe", lambda key: "")
+        return [{"key": k, "description": describe(k), "active": k in active} for k in keys]
+
+    def activate_skill(self, label, key):
+        """Load a skill's body (what ``activate_skill`` returns to the model) and mark it active."""
+        return self.context.activate_skill(label, key)
+
+    def deactivate_skill(self, label, key):
+        self.context.deactivate_skill(label, key)
+
     def render_system_prompt(self):
         """The system prompt rendered from the blocks as they are now (not the frozen one)."""
         return self.context.render()
@@ -227,6 +255,10 @@ class Session:
         """The newest message without children, or None for an empty session."""
         leaf_id = self.store.latest_leaf_id(self.pk)
         return self.get_message(leaf_id) if leaf_id is not None else None
+
+    def get_child_counts(self):
+        """{message id: children} for every message with children (one query, for tables and trees)."""
+        return self.store.child_counts(self.pk)
 
     def get_leaves(self):
         """Every leaf (one per branch), newest first."""

@@ -18,6 +18,7 @@ from ..errors import ConflictError, InvalidMessageError, NotFoundError
 from ..messages import message_text, utc_now_iso
 from .context import ContextStorage
 from .fts import fts_query
+from .manager import ManagerStorage
 from .schema import migrate
 
 LATEST_LEAF = object()
@@ -63,7 +64,7 @@ def _compaction_from_row(row):
     }
 
 
-class Store(ContextStorage):
+class Store(ContextStorage, ManagerStorage):
     """A memorylab database: ``Store("lab.db")`` or ``Store(":memory:")``."""
 
     def __init__(self, path=":memory:", *, timeout=30.0):
@@ -150,6 +151,7 @@ class Store(ContextStorage):
             if pk is not None:
                 return pk
             now = utc_now_iso()
+            self._register_agent_row(conn, tenant_id, agent_id, now)
             return conn.execute(
                 "INSERT INTO sessions (tenant_id, agent_id, session_id, created_at, updated_at, metadata)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
@@ -308,6 +310,15 @@ class Store(ContextStorage):
         )
         return [_message_from_row(r) for r in rows]
 
+    def child_counts(self, pk):
+        """{message id: number of children} for every message that has children."""
+        rows = self._all(
+            "SELECT parent_id, COUNT(*) AS n FROM messages WHERE session_pk = ? AND parent_id IS NOT NULL"
+            " GROUP BY parent_id",
+            (pk,),
+        )
+        return {r["parent_id"]: r["n"] for r in rows}
+
     def leaves(self, pk):
         """Every childless message, newest first."""
         rows = self._all(
@@ -461,6 +472,7 @@ class Store(ContextStorage):
                         "import it under another id or replace it"
                     )
                 conn.execute("DELETE FROM sessions WHERE pk = ?", (existing,))
+            self._register_agent_row(conn, tenant_id, agent_id, created_at)
             pk = conn.execute(
                 "INSERT INTO sessions (tenant_id, agent_id, session_id, created_at, updated_at, metadata,"
                 " cached_prompt) VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -1,0 +1,127 @@
+"""Plotly figures shared by the lab's pages and notebooks (built once here, shown by both)."""
+import html
+
+import plotly.graph_objects as go
+
+from .treeview import tree_layout
+
+ROLE_COLORS = {"user": "#2563eb", "assistant": "#16a34a", "tool": "#ea580c", "system": "#6b7280",
+               "group": "#a855f7"}
+ACTIVE_EDGE = "#f59e0b"
+
+
+def _hover(text, width=80):
+    """Escaped, wrapped hover text: plotly renders a subset of HTML, so user content is escaped."""
+    escaped = html.escape(text)
+    lines, line = [], ""
+    for word in escaped.split():
+        if len(line) + len(word) > width and line:
+            lines.append(line)
+            line = ""
+        line = f"{line} {word}".strip()
+    lines.append(line)
+    return "<br>".join(lines[:8]) + ("<br>…" if len(lines) > 8 else "")
+
+
+def tree_figure(session, leaf_id=None, *, collapse_over=400, height=None):
+    """The whole tree of ``session``: nodes by role, the active path highlighted, overlays as bands.
+
+    Each point's ``customdata`` is the message id it selects (a group selects its last member), so
+    ``st.plotly_chart(..., on_select="rerun")`` can make a click the active leaf.
+    """
+    leaf_id = leaf_id or (session.get_latest_leaf() or {}).get("id")
+    layout = tree_layout(session.get_all_messages(), session.get_compactions(), active_leaf=leaf_id,
+                         collapse_over=collapse_over)
+    figure = go.Figure()
+    for band in layout.bands:
+        overlay = band["overlay"]
+        figure.add_shape(type="rect", x0=band["x0"], x1=band["x1"], y0=band["y0"], y1=band["y1"],
+                         fillcolor="rgba(168,85,247,0.12)", line={"color": "#a855f7", "dash": "dot"},
+                         layer="below")
+        figure.add_trace(go.Scatter(
+            x=[(band["x0"] + band["x1"]) / 2], y=[band["y1"]], mode="text",
+            text=[f"summary {overlay['id']} ({band['covered']} msgs)"], textposition="top center",
+            hovertext=[_hover(overlay["summary"])], hoverinfo="text", showlegend=False,
+            textfont={"color": "#7e22ce", "size": 11},
+        ))
+    active = set(layout.active_path)
+    for on_path in (False, True):
+        xs, ys = [], []
+        for parent, child in layout.edges:
+            a, b = layout.nodes[parent], layout.nodes[child]
+            if (a.on_active_path and b.on_active_path and bool(set(b.members) & active)) == on_path:
+                xs += [a.x, b.x, None]
+                ys += [a.y, b.y, None]
+        figure.add_trace(go.Scatter(
+            x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
+            line={"color": ACTIVE_EDGE if on_path else "#cbd5e1", "width": 3 if on_path else 1.2},
+        ))
+    for role, color in ROLE_COLORS.items():
+        nodes = [n for n in layout.nodes.values() if n.role == role]
+        if not nodes:
+            continue
+        figure.add_trace(go.Scatter(
+            x=[n.x for n in nodes], y=[n.y for n in nodes], mode="markers", name=role,
+            customdata=[n.members[-1] for n in nodes],
+            hovertext=[_hover(f"{n.members[-1] if not n.is_group else ''} [{n.role}, {n.tokens} tokens] {n.text}")
+                       for n in nodes],
+            hoverinfo="text",
+            marker={
+                "color": color, "size": [14 if n.is_group else (11 if n.children > 1 else 8) for n in nodes],
+                "symbol": ["square" if n.is_group else ("diamond" if n.children > 1 else "circle") for n in nodes],
+                "line": {"color": [ACTIVE_EDGE if n.on_active_path else "white" for n in nodes], "width": 2},
+            },
+        ))
+    lanes = max((n.y for n in layout.nodes.values()), default=0) + 1
+    figure.update_layout(
+        height=height or min(900, 220 + 40 * lanes), margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={"visible": False}, yaxis={"visible": False, "autorange": "reversed"},
+        legend={"orientation": "h", "y": 1.02, "x": 0}, hovermode="closest", dragmode="pan",
+        plot_bgcolor="white", clickmode="event+select",
+    )
+    return figure
+
+
+PART_COLORS = {"system prompt": "#6366f1", "tool schemas": "#0ea5e9", "summaries": "#a855f7",
+               "messages": "#22c55e"}
+
+
+def context_window_figure(rows, *, context_limit=None, threshold=None, height=360):
+    """A stacked bar of what fills the request (rows from ``budget.request_breakdown``), with the
+    model's context limit and the compaction threshold as vertical lines."""
+    figure = go.Figure()
+    for row in rows:
+        figure.add_trace(go.Bar(
+            y=["request"], x=[row["tokens"]], orientation="h", name=f"{row['part']}: {row['item']}",
+            marker={"color": PART_COLORS.get(row["part"], "#94a3b8"), "line": {"color": "white", "width": 1}},
+            hovertemplate=f"{html.escape(row['part'])} / {html.escape(row['item'])}: %{{x:,}} tokens<extra></extra>",
+        ))
+    total = sum(r["tokens"] for r in rows)
+    for value, label, color in ((context_limit, "context limit", "#dc2626"), (threshold, "compaction threshold", "#f59e0b")):
+        if value:
+            figure.add_vline(x=value, line={"color": color, "dash": "dash", "width": 2},
+                             annotation_text=f"{label} {value:,}", annotation_position="top")
+    figure.update_layout(
+        barmode="stack", height=height, showlegend=True, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        legend={"orientation": "h", "y": -0.25}, yaxis={"visible": False},
+        xaxis={"title": f"estimated tokens (total {total:,})", "range": [0, max(total, context_limit or 0, threshold or 0) * 1.05]},
+        plot_bgcolor="white",
+    )
+    return figure
+
+
+def budget_figure(blocks, *, height=None):
+    """Each context block's tokens against its budget (blocks without a budget show their size)."""
+    labels = [b["label"] for b in blocks]
+    used = [b["tokens"] for b in blocks]
+    free = [max((b["max_tokens"] or 0) - b["tokens"], 0) for b in blocks]
+    figure = go.Figure([
+        go.Bar(y=labels, x=used, orientation="h", name="used", marker={"color": "#6366f1"},
+               hovertemplate="%{y}: %{x:,} tokens used<extra></extra>"),
+        go.Bar(y=labels, x=free, orientation="h", name="free", marker={"color": "#e0e7ff"},
+               hovertemplate="%{y}: %{x:,} tokens free<extra></extra>"),
+    ])
+    figure.update_layout(barmode="stack", height=height or 80 + 40 * len(blocks),
+                         margin={"l": 10, "r": 10, "t": 10, "b": 10}, yaxis={"autorange": "reversed"},
+                         legend={"orientation": "h"}, plot_bgcolor="white")
+    return figure
