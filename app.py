@@ -1,7 +1,14 @@
 """memorylab lab: `streamlit run app.py`. Opens on the sample data the first time."""
 import streamlit as st
 
-st.set_page_config(page_title="memorylab", page_icon="🧠", layout="wide")
+PAGES = [
+    st.Page("pages/sessions.py", title="Sessions", icon="🗂️", default=True),
+    st.Page("pages/chat.py", title="Chat", icon="💬"),
+    st.Page("pages/tree.py", title="Tree", icon="🌳"),
+    st.Page("pages/context_blocks.py", title="Context blocks", icon="🧱"),
+    st.Page("pages/context_window.py", title="Context window", icon="📏"),
+    st.Page("pages/compaction_lab.py", title="Compaction lab", icon="🗜️"),
+    st.Page("pages/search.py", title="Search", icon="🔎"),
+]
 
-navigation = st.navigation([st.Page("pages/sessions.py", title="Sessions", icon="🗂️", default=True)])
-navigation.run()
+st.navigation(PAGES).run()

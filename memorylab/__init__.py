@@ -2,6 +2,8 @@
 
 The engine is importable without Streamlit or litellm; those load only where they are used.
 """
+from .admin import MemoryAdmin, register_agent, status_tools
+from .chat import ChatRunner
 from .compaction import CompactionPlan, build_summary_prompt, create_compact_function, plan_compaction
 from .context import (FileProvider, SkillDirectoryProvider, SqliteSearchProvider, StaticProvider, Tool,
                       render_system_prompt)
@@ -12,11 +14,18 @@ from .errors import (
     InvalidInputError,
     InvalidMessageError,
     MemoryLabError,
+    AmbiguousAgentError,
+    NothingToSummarizeError,
     NotFoundError,
     ReadOnlyBlockError,
 )
+from .identity import identify
 from .io import export_session, import_session, parse_export, read_export, write_export
+from .kv import KVStore
+from .llm import (DEFAULT_LOCAL_MODEL, ModelError, complete, complete_text, count_tokens, make_summarizer,
+                  usable_models, usage_and_cost)
 from .messages import from_openai, message_text, normalize_message, to_openai
+from .manager import Memory
 from .overlays import apply_overlays
 from .samples import load_samples
 from .session import Session
@@ -26,6 +35,10 @@ from .truncation import enforce_row_size_limit, truncate_older_messages
 from .window import ContextWindow
 
 __all__ = [
+    "AmbiguousAgentError", "KVStore", "Memory", "MemoryAdmin", "NothingToSummarizeError", "identify",
+    "register_agent", "status_tools",
+    "ChatRunner", "DEFAULT_LOCAL_MODEL", "ModelError", "complete", "complete_text", "count_tokens", "make_summarizer",
+    "usable_models", "usage_and_cost",
     "CompactionPlan", "ContextWindow", "build_summary_prompt", "create_compact_function", "enforce_row_size_limit",
     "plan_compaction", "truncate_older_messages",
     "BlockBudgetError", "FileProvider", "ReadOnlyBlockError", "SkillDirectoryProvider", "SqliteSearchProvider",

@@ -31,3 +31,11 @@ class ReadOnlyBlockError(MemoryLabError):
 
 class BlockBudgetError(MemoryLabError, ValueError):
     """A write would put a context block over its ``max_tokens``; nothing was written."""
+
+
+class NothingToSummarizeError(MemoryLabError):
+    """A summary was asked for a memory with no messages outside its current summary."""
+
+
+class AmbiguousAgentError(InvalidInputError):
+    """An agent was named by a name that several agents of the tenant share; use its id or slug."""

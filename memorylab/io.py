@@ -118,7 +118,8 @@ def validate_export(data):
         "tenant_id": header.get("tenant_id") or "default",
         "agent_id": header.get("agent_id") or "default",
         "created_at": created_at or fallback_time,
-        "updated_at": header.get("updated_at") or created_at or fallback_time,
+        "updated_at": header.get("updated_at") or max((m["created_at"] for m in messages), default=None)
+        or created_at or fallback_time,
         "metadata": metadata,
         "cached_prompt": cached_prompt,
         "messages": messages,

@@ -21,7 +21,25 @@ def new_message_id():
 
 def utc_now_iso():
     """Current time as ISO-8601 UTC with millisecond precision, e.g. 2026-11-30T01:13:02.123Z."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return to_utc_iso(datetime.now(timezone.utc))
+
+
+def to_utc_iso(moment, what="timestamp"):
+    """A datetime or ISO-8601 string in the store's form (UTC, milliseconds, ``Z``).
+
+    A value without a UTC offset is taken as UTC, as SQLite's date functions read it. One form
+    everywhere keeps stored timestamps comparable as text.
+    """
+    if isinstance(moment, str):
+        try:
+            moment = datetime.fromisoformat(moment.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidInputError(f"{what} {moment!r} is not an ISO-8601 timestamp") from None
+    if not isinstance(moment, datetime):
+        raise InvalidInputError(f"{what} must be a datetime or an ISO-8601 string, got {moment!r}")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def is_tool_part(part):
@@ -45,6 +63,14 @@ def check_identifier(value, what, error=InvalidInputError):
     if any(ord(c) < 32 or ord(c) == 127 for c in value):
         raise error(f"{what} {value!r} contains control characters")
     return value
+
+
+def check_page(limit, offset, max_limit):
+    """``limit`` an integer from 1 to ``max_limit`` and ``offset`` a non-negative integer."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= max_limit:
+        raise InvalidInputError(f"limit must be an integer from 1 to {max_limit}, got {limit!r}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidInputError(f"offset must be a non-negative integer, got {offset!r}")
 
 
 def _check_text(value, where):

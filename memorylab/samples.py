@@ -10,6 +10,7 @@ SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data"
 SOUL_PATH = SAMPLE_DIR / "soul.md"
 SKILLS_DIR = SAMPLE_DIR / "skills"
 KNOWLEDGE_PATH = SAMPLE_DIR / "knowledge.json"
+FACTS_PATH = SAMPLE_DIR / "facts.json"
 
 
 def sample_files(directory=SAMPLE_DIR / "sessions"):
@@ -24,6 +25,11 @@ def load_knowledge(store, *, tenant_id="default", path=KNOWLEDGE_PATH):
     for key, content in data["entries"].items():
         provider.set(key, content)
     return len(data["entries"])
+
+
+def sample_facts(session_id):
+    """The facts a good summary of a sample session keeps (for the fact-survival check), or []."""
+    return json.loads(FACTS_PATH.read_text(encoding="utf-8")).get(session_id, [])
 
 
 def load_samples(store, *, replace=False, directory=SAMPLE_DIR / "sessions"):

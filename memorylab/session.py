@@ -260,6 +260,10 @@ class Session:
         """{message id: children} for every message with children (one query, for tables and trees)."""
         return self.store.child_counts(self.pk)
 
+    def get_leaf_for(self, message_id):
+        """The newest leaf whose path goes through ``message_id``: the branch to open to show it."""
+        return self.store.newest_leaf_under(self.pk, message_id)
+
     def get_leaves(self):
         """Every leaf (one per branch), newest first."""
         return self.store.leaves(self.pk)
@@ -338,24 +342,32 @@ class Session:
         if not result or not (result.get("summary") or "").strip():
             self._record_compaction_status("nothing_to_compact", "the compaction function returned no summary")
             return None
-        path = self.store.get_path(self.pk, leaf_id)
-        position = {m["id"]: i for i, m in enumerate(path)}
-        start, end = position.get(result.get("from_id")), position.get(result.get("to_id"))
-        if start is None or end is None or start > end:
-            raise InvalidMessageError(
-                f"compaction range {result.get('from_id')!r}..{result.get('to_id')!r} is not on the branch "
-                f"ending at {leaf_id!r}"
-            )
-        visible = visible_overlays(path, self.store.compactions(self.pk))
-        start = min([start, *visible])
         metadata = {key: result[key] for key in ("tokens_before", "tokens_after") if key in result}
         if "plan" in result:
             metadata.update(tokens_before=result["plan"].tokens_before, tokens_after=result["plan"].tokens_after)
-        overlay = self.add_compaction(result["summary"].strip(), path[start]["id"], result["to_id"],
-                                      metadata=metadata)
+        return self._write_overlay(result["summary"], result.get("from_id"), result.get("to_id"), leaf_id, metadata)
+
+    def accept_compaction(self, plan, summary, leaf_id=None, *, metadata=None):
+        """Store a reviewed summary for a ``plan_compaction`` result (the lab's accept button)."""
+        if not (summary or "").strip():
+            raise InvalidInputError("an empty summary cannot replace messages")
+        details = {"tokens_before": plan.tokens_before, "tokens_after": plan.tokens_after, **(metadata or {})}
+        return self._write_overlay(summary, plan.from_id, plan.to_id, leaf_id or plan.to_id, details)
+
+    def _write_overlay(self, summary, from_id, to_id, leaf_id, metadata):
+        """Add the overlay (extended back to the oldest visible one), re-render the prompt, record it."""
+        path = self.store.get_path(self.pk, leaf_id)
+        position = {m["id"]: i for i, m in enumerate(path)}
+        start, end = position.get(from_id), position.get(to_id)
+        if start is None or end is None or start > end:
+            raise InvalidMessageError(
+                f"compaction range {from_id!r}..{to_id!r} is not on the branch ending at {leaf_id!r}"
+            )
+        start = min([start, *visible_overlays(path, self.store.compactions(self.pk))])
+        overlay = self.add_compaction(summary.strip(), path[start]["id"], to_id, metadata=metadata)
         self.refresh_system_prompt()
-        self._record_compaction_status("compacted", f"overlay {overlay['id']} covers "
-                                       f"{path[start]['id']}..{result['to_id']}", overlay_id=overlay["id"])
+        self._record_compaction_status("compacted", f"overlay {overlay['id']} covers {path[start]['id']}..{to_id}",
+                                       overlay_id=overlay["id"])
         return overlay
 
     def _maybe_auto_compact(self, leaf_id):

@@ -1,17 +1,192 @@
-"""What every page shares: the cached store. Pages call the engine; they hold no SQL or algorithms."""
+"""What every page shares: the cached store, the selected session and leaf, the sidebar.
+
+Selection lives in ``st.session_state`` under three keys, so it survives page switches:
+``session_ref`` (tenant_id, agent_id, session_id), ``leaf_id`` (None = the newest leaf) and
+``model``. Every page calls ``setup_page`` first, which also makes it runnable on its own.
+"""
+import json
 import os
 
 import streamlit as st
 
-from memorylab import Store, load_samples
+from memorylab import Session, Store, load_samples
+from memorylab.samples import with_sample_context
 
-DB_PATH = os.environ.get("MEMORYLAB_DB", "lab.db")
+PREFERRED_SESSION = "support-order-4471"
+
+
+def open_store():
+    """The lab's store: ``$MEMORYLAB_DB``, else ``lab.db`` in the working directory."""
+    return _open_store(os.environ.get("MEMORYLAB_DB", "lab.db"))
 
 
 @st.cache_resource(show_spinner="Opening the lab database…")
-def open_store(path=DB_PATH):
+def _open_store(path):
     """One Store per database file for the whole server; a new, empty file gets the sample data."""
     store = Store(path)
     if not store.list_sessions():
         load_samples(store)
     return store
+
+
+def lab_session(store, ref):
+    """The selected session with the demo's context blocks and a persisted frozen prompt."""
+    tenant_id, agent_id, session_id = ref
+    session = Session.open(store, session_id, tenant_id=tenant_id, agent_id=agent_id)
+    return with_sample_context(session).with_cached_prompt()
+
+
+def _ref(row):
+    return (row["tenant_id"], row["agent_id"], row["session_id"])
+
+
+def select_session(ref):
+    """Make ``ref`` the session every page shows, starting at its newest leaf."""
+    st.session_state["session_ref"] = ref
+    st.session_state["leaf_id"] = None
+
+
+def select_leaf(leaf_id):
+    st.session_state["leaf_id"] = leaf_id
+
+
+def _session_picker(store):
+    rows = store.list_sessions()
+    if not rows:
+        st.sidebar.info("No sessions yet.")
+        return None
+    refs = [_ref(r) for r in rows]
+    by_ref = {_ref(r): r for r in rows}
+    current = st.session_state.get("session_ref")
+    if current not in by_ref:
+        preferred = [r for r in refs if r[2] == PREFERRED_SESSION]
+        select_session((preferred or refs)[0])
+        current = st.session_state["session_ref"]
+
+    def describe(ref):
+        row = by_ref[ref]
+        title = row["metadata"].get("title") or ref[2]
+        return f"{title} · {row['message_count']} msgs · {row['branch_count']} branches · {row['tokens']:,} tok"
+
+    # Options are plain strings (AppTest and the browser both handle them); each maps back to a ref.
+    labels = {f"{describe(ref)} [{ref[2]}]": ref for ref in refs}
+    names = list(labels)
+    choice = st.sidebar.selectbox("Session", names, index=refs.index(current),
+                                  help="Every page shows this session. Its id, agent and tenant are below.")
+    chosen = labels[choice]
+    if chosen != current:
+        select_session(chosen)
+    st.sidebar.caption(f"`{chosen[2]}` · agent `{chosen[1]}` · tenant `{chosen[0]}`")
+    return chosen
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def _usable_models():
+    """The picker's choices; probing local servers is cheap but not free, so once per 30 s."""
+    from memorylab.llm import usable_models
+
+    return usable_models()
+
+
+def _model_picker():
+    from memorylab.llm import DEFAULT_LOCAL_MODEL
+
+    models = _usable_models()
+    usable = [m for m in models if m["usable"]]
+    options = [m["model"] for m in usable] or [DEFAULT_LOCAL_MODEL]
+    current = st.session_state.get("model")
+    if current not in options:
+        current = st.session_state["model"] = options[0]
+    labels = {m["model"]: m["label"] for m in models}
+    names = {labels.get(model, model): model for model in options}
+    choice = st.sidebar.selectbox(
+        "Model", list(names), index=options.index(current),
+        help="Models with a key in the environment, a reachable local server, or the embedded one.",
+    )
+    st.session_state["model"] = names[choice]
+    if st.session_state["model"] == DEFAULT_LOCAL_MODEL:
+        st.sidebar.caption("SmolLM2-135M runs offline on this machine. It is tiny: good enough to prove "
+                           "the loop, not to write good summaries. Set an API key to use a stronger model.")
+    with st.sidebar.expander("Other models"):
+        custom = st.text_input("Any litellm model string", placeholder="e.g. ollama/llama3.2 or gpt-4o-mini",
+                               help="Keys come from the environment; they are never stored or shown.")
+        if custom.strip():
+            st.session_state["model"] = custom.strip()
+        raw = st.text_area(
+            "Completion arguments (JSON)", json.dumps(completion_settings()),
+            help='Passed to litellm.completion for chat and summaries, e.g. {"temperature": 0.2, '
+                 '"max_tokens": 256, "api_base": "http://localhost:8000/v1"}. Never put keys here.')
+        try:
+            parsed = json.loads(raw or "{}")
+            if not isinstance(parsed, dict):
+                raise ValueError("it must be a JSON object")
+            st.session_state["completion_kwargs"] = parsed
+        except ValueError as error:
+            st.error(f"Ignored: not a JSON object ({error})")
+        for model in models:
+            if not model["usable"]:
+                st.caption(f"{model['label']}: {model['reason']}")
+
+
+def completion_settings():
+    """Extra ``litellm.completion`` arguments for chat and summaries, as set in the sidebar."""
+    return dict(st.session_state.get("completion_kwargs") or {})
+
+
+def setup_page(title, *, wide=True):
+    """Page config, the sidebar and the shared state; returns (store, session or None)."""
+    st.set_page_config(page_title=f"{title} · memorylab", page_icon="🧠", layout="wide" if wide else "centered")
+    store = open_store()
+    st.session_state.setdefault("leaf_id", None)
+    st.sidebar.markdown("### 🧠 memorylab")
+    st.sidebar.caption(f"Database `{store.path}`")
+    ref = _session_picker(store)
+    _model_picker()
+    return store, (lab_session(store, ref) if ref else None)
+
+
+def session_page(title, caption=None):
+    """``setup_page`` plus the title and caption; stops the page when there is no session to show."""
+    store, session = setup_page(title)
+    st.title(title)
+    if caption:
+        st.caption(caption)
+    if session is None:
+        st.info("The database holds no session yet: create the demo data with `memorylab demo`.")
+        st.stop()
+    return store, session
+
+
+def active_leaf(session):
+    """The selected leaf when it belongs to ``session``, else the newest leaf."""
+    leaf_id = st.session_state.get("leaf_id")
+    if leaf_id and session.get_message(leaf_id) is not None:
+        return leaf_id
+    latest = session.get_latest_leaf()
+    return latest["id"] if latest else None
+
+
+_MARKDOWN_SPECIALS = set("\\`*_{}[]()#+-.!|<>~$:")
+
+
+def escape_markdown(text):
+    """User text shown through st.markdown: every markdown character becomes a literal."""
+    return "".join(f"\\{c}" if c in _MARKDOWN_SPECIALS else c for c in text)
+
+
+def link_to(page, label, icon):
+    """A link to another page of the app; a hint instead when this page runs on its own."""
+    try:
+        st.page_link(page, label=label, icon=icon)
+    except st.errors.StreamlitAPIException:
+        st.caption(f"{icon} {label}: open it from the app's navigation.")
+
+
+def open_in_tree(ref, message_id, session):
+    """Select the branch that shows ``message_id`` and go to the Tree page."""
+    select_session(ref)
+    select_leaf(session.get_leaf_for(message_id))
+    try:
+        st.switch_page("pages/tree.py")
+    except st.errors.StreamlitAPIException:  # the page runs on its own, outside the app's navigation
+        st.info("Selected. Open the Tree page to see the message on its branch.")

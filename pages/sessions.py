@@ -1,17 +1,17 @@
 import pandas as pd
 import streamlit as st
 
-from pages.common import open_store
+from pages.common import link_to, select_session, setup_page
 
-store = open_store()
+store, session = setup_page("Sessions")
 sessions = store.list_sessions()
 
 st.title("Sessions")
-st.caption(f"Database `{store.path}`: every conversation, with its branches and stored token estimate.")
-
+st.caption(f"Every conversation in `{store.path}`, with its branches and stored token estimate. "
+           "Select a row to open it on every page.")
 if not sessions:
-    st.info("This database holds no sessions yet. Create the demo data with `memorylab --db "
-            f"{store.path} demo`, or import an export with `memorylab import FILE`.")
+    st.info("This database holds no sessions yet. Create the demo data with "
+            f"`memorylab demo --db {store.path}`, or import an export with `memorylab import FILE`.")
     st.stop()
 
 totals = st.columns(4)
@@ -33,10 +33,13 @@ table = pd.DataFrame(
     }
     for s in sessions
 )
-st.dataframe(
+event = st.dataframe(
     table,
     hide_index=True,
     width="stretch",
+    on_select="rerun",
+    selection_mode="single-row",
+    key="sessions_table",
     column_config={
         "messages": st.column_config.NumberColumn(help="Stored messages on all branches"),
         "branches": st.column_config.NumberColumn(help="Leaves: one per root-to-leaf path"),
@@ -47,3 +50,18 @@ st.dataframe(
         "updated": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
     },
 )
+selected = event.selection.rows if event else []
+if selected:
+    row = sessions[selected[0]]
+    ref = (row["tenant_id"], row["agent_id"], row["session_id"])
+    if ref != st.session_state.get("session_ref"):
+        select_session(ref)
+        st.rerun()
+
+if session is not None:
+    description = session.info["metadata"].get("description")
+    st.subheader(session.info["metadata"].get("title") or session.session_id)
+    if description:
+        st.write(description)
+    link_to("pages/chat.py", "Chat on this session", "💬")
+    link_to("pages/tree.py", "See its tree", "🌳")

@@ -36,6 +36,17 @@ def ids(messages):
     return [m["id"] for m in messages]
 
 
+class RecordingSummarizer:
+    """A summarizer for tests: records every prompt and answers "summary #N"."""
+
+    def __init__(self):
+        self.prompts = []
+
+    def __call__(self, prompt):
+        self.prompts.append(prompt)
+        return f"summary #{len(self.prompts)}"
+
+
 ROOT = Path(__file__).resolve().parent.parent
 BROWSER_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
                  "--disable-dev-shm-usage"]

@@ -6,7 +6,7 @@ import pytest
 from memorylab import InvalidInputError, Session
 from memorylab.compaction import create_compact_function, plan_compaction
 
-from conftest import ids, text_message
+from conftest import RecordingSummarizer, ids, text_message
 
 
 def fill(session, count, prefix="m", words=40, parent=...):
@@ -17,15 +17,6 @@ def fill(session, count, prefix="m", words=40, parent=...):
             session.append_message(message, parent_id=parent)
         else:
             session.append_message(message)
-
-
-class RecordingSummarizer:
-    def __init__(self):
-        self.prompts = []
-
-    def __call__(self, prompt):
-        self.prompts.append(prompt)
-        return f"summary #{len(self.prompts)}"
 
 
 @pytest.fixture

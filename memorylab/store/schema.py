@@ -146,7 +146,49 @@ def _track_latest_message(conn):
     conn.execute("DROP INDEX messages_session")
 
 
-MIGRATIONS = (_create_core_tables, _create_message_search, _create_context_storage, _track_latest_message)
+def _create_memory_manager(conn):
+    """The agents registry (so an admin can address an agent by id, slug or name), a memory's
+    status, and the tenant-wide KV store. Agents that already own sessions are registered here."""
+    conn.execute(
+        """CREATE TABLE agents (
+            tenant_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            name TEXT,
+            name_key TEXT,
+            slug TEXT,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (tenant_id, agent_id)
+        )"""
+    )
+    # name_key is the casefolded name: names match case-insensitively beyond ASCII, which NOCASE cannot.
+    conn.execute("CREATE UNIQUE INDEX agents_slug ON agents (tenant_id, slug) WHERE slug IS NOT NULL")
+    conn.execute("CREATE INDEX agents_name ON agents (tenant_id, name_key) WHERE name_key IS NOT NULL")
+    conn.execute(
+        "INSERT INTO agents (tenant_id, agent_id, created_at)"
+        " SELECT tenant_id, agent_id, MIN(created_at) FROM sessions GROUP BY tenant_id, agent_id"
+    )
+    conn.execute("ALTER TABLE sessions ADD COLUMN status TEXT")
+    conn.execute(
+        """CREATE TABLE kv_entries (
+            pk INTEGER PRIMARY KEY,
+            tenant_id TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            expires_at TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            UNIQUE (tenant_id, namespace, key)
+        )"""
+    )
+    conn.execute(
+        "CREATE INDEX kv_entries_expiry ON kv_entries (tenant_id, namespace, expires_at)"
+        " WHERE expires_at IS NOT NULL"
+    )
+
+
+MIGRATIONS = (_create_core_tables, _create_message_search, _create_context_storage, _track_latest_message,
+              _create_memory_manager)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

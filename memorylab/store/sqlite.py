@@ -12,8 +12,6 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
-import sqlite_utils
-
 from ..errors import ConflictError, InvalidMessageError, NotFoundError
 from ..messages import message_text, utc_now_iso
 from .context import ContextStorage
@@ -24,6 +22,8 @@ from .schema import migrate
 LATEST_LEAF = object()
 """Parent marker for "append under the newest leaf" (the default of ``append_message``)."""
 
+SNIPPET_MARKS = ("\u2983", "\u2984")
+"""Brackets around matched words in search snippets (characters rare enough not to clash with text)."""
 _MESSAGE_COLUMNS = "seq, id, parent_id, role, parts, created_at, metadata, tokens"
 _MAX_DEPTH = 10_000_000
 
@@ -81,12 +81,25 @@ class Store(ContextStorage, ManagerStorage):
         if self.path != ":memory:":
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = NORMAL")
-        self.db = sqlite_utils.Database(self._conn)
+        self._db = None
         with self._lock:
             migrate(self._conn)
 
     def __repr__(self):
         return f"Store({self.path!r})"
+
+    @property
+    def db(self):
+        """The file as a ``sqlite_utils.Database`` for inspection (tables, counts, ad-hoc queries).
+
+        Built on first use: sqlite-utils imports pandas when it is installed, which would double
+        the time of ``import memorylab``.
+        """
+        if self._db is None:
+            import sqlite_utils
+
+            self._db = sqlite_utils.Database(self._conn)
+        return self._db
 
     def __enter__(self):
         return self
@@ -319,6 +332,19 @@ class Store(ContextStorage, ManagerStorage):
         )
         return {r["parent_id"]: r["n"] for r in rows}
 
+    def newest_leaf_under(self, pk, message_id):
+        """The newest leaf of the subtree rooted at ``message_id`` (the message itself if it is a leaf)."""
+        row = self._one(
+            """WITH RECURSIVE below(id, seq) AS (
+                SELECT id, seq FROM messages WHERE session_pk = :pk AND id = :id
+                UNION ALL
+                SELECT m.id, m.seq FROM messages m JOIN below ON m.session_pk = :pk AND m.parent_id = below.id
+            )
+            SELECT id FROM below ORDER BY seq DESC LIMIT 1""",
+            {"pk": pk, "id": message_id},
+        )
+        return row["id"] if row else None
+
     def leaves(self, pk):
         """Every childless message, newest first."""
         rows = self._all(
@@ -431,19 +457,25 @@ class Store(ContextStorage, ManagerStorage):
 
     # -- search ------------------------------------------------------------------------------
 
-    def search(self, query, *, limit=20, session_pk=None, tenant_id=None, agent_id=None):
-        """BM25-ranked full-text hits over text parts; any string is safe, an empty one finds nothing."""
+    def search(self, query, *, limit=20, session_pk=None, tenant_id=None, agent_id=None, role=None):
+        """BM25-ranked full-text hits over text parts; any string is safe, an empty one finds nothing.
+
+        Each hit has a ``snippet``: the best-matching fragment with the matched words between
+        ``SNIPPET_MARKS``, for highlighting.
+        """
         match = fts_query(query)
         if match is None or limit <= 0:
             return []
         where, params = ["messages_fts MATCH ?"], [match]
-        for column, value in (("m.session_pk", session_pk), ("s.tenant_id", tenant_id), ("s.agent_id", agent_id)):
+        for column, value in (("m.session_pk", session_pk), ("s.tenant_id", tenant_id),
+                              ("s.agent_id", agent_id), ("m.role", role)):
             if value is not None:
                 where.append(f"{column} = ?")
                 params.append(value)
         rows = self._all(
             f"""SELECT m.id, m.role, m.text, m.created_at, s.session_id, s.tenant_id, s.agent_id,
-                   messages_fts.rank AS rank
+                   messages_fts.rank AS rank,
+                   snippet(messages_fts, 0, '{SNIPPET_MARKS[0]}', '{SNIPPET_MARKS[1]}', '…', 24) AS snippet
             FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid
             JOIN sessions s ON s.pk = m.session_pk
             WHERE {" AND ".join(where)} ORDER BY messages_fts.rank LIMIT ?""",
@@ -453,7 +485,7 @@ class Store(ContextStorage, ManagerStorage):
             {
                 "id": r["id"], "role": r["role"], "content": r["text"], "created_at": r["created_at"],
                 "session_id": r["session_id"], "tenant_id": r["tenant_id"], "agent_id": r["agent_id"],
-                "rank": r["rank"],
+                "rank": r["rank"], "snippet": r["snippet"],
             }
             for r in rows
         ]

@@ -1,0 +1,173 @@
+"""KVStore: values that must come back exactly as stored (a cart, a flag, a counter).
+
+Memory is the wrong place for business data: its history is trimmed for the model and folded into
+summaries. A KV entry is any JSON value, kept until it is deleted or its TTL runs out, shared by
+every agent of a tenant and separated by namespace. Values are checked before anything is written,
+so a refused value leaves the store as it was.
+"""
+import json
+import math
+import time
+from datetime import datetime, timezone
+
+from .errors import InvalidInputError
+from .messages import check_identifier, check_page, to_utc_iso
+
+MAX_KEY_LENGTH = 512
+MAX_VALUE_BYTES = 256 * 1024
+MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
+MAX_PATTERN_LENGTH = 1024
+MAX_PAGE_SIZE = 1000
+
+
+def check_key(key):
+    """KV keys are 1 to 512 characters of text without control characters."""
+    if not isinstance(key, str) or not key:
+        raise InvalidInputError(f"a KV key must be a non-empty string, got {key!r}")
+    if len(key) > MAX_KEY_LENGTH:
+        raise InvalidInputError(f"a KV key is at most {MAX_KEY_LENGTH} characters; this one has {len(key)}")
+    if any(ord(c) < 32 or ord(c) == 127 for c in key) or not _encodable(key):
+        raise InvalidInputError(f"KV key {key[:80]!r} contains control characters or unpaired surrogates")
+    return key
+
+
+def _encodable(text):
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_json_value(value, where):
+    """Refuse what JSON would store as something else: tuples, non-string dict keys, NaN."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInputError(f"{where} is {value!r}, which JSON cannot hold")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_json_value(item, f"{where}[{index}]")
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            if not isinstance(name, str):
+                raise InvalidInputError(
+                    f"{where} has the key {name!r}; JSON object keys are strings, so it would come back changed"
+                )
+            _check_json_value(item, f"{where}[{name!r}]")
+    else:
+        raise InvalidInputError(
+            f"{where} is of type {type(value).__name__}; a KV value is made of dicts with string keys, lists, "
+            "strings, numbers, booleans and None"
+        )
+
+
+def encode_value(value):
+    """The compact JSON text of a value, or InvalidInputError saying why it cannot be stored exactly."""
+    try:
+        _check_json_value(value, "value")
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except RecursionError:
+        raise InvalidInputError("value is nested too deeply to store as JSON") from None
+    if not _encodable(text):
+        raise InvalidInputError("value contains unpaired surrogates and cannot be stored as UTF-8")
+    size = len(text.encode("utf-8"))
+    if size > MAX_VALUE_BYTES:
+        raise InvalidInputError(
+            f"value is {size:,} bytes as JSON; a KV value is at most {MAX_VALUE_BYTES:,} bytes (256 KB)"
+        )
+    return text
+
+
+def check_ttl(ttl):
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, int) or not 1 <= ttl <= MAX_TTL_SECONDS:
+        raise InvalidInputError(
+            f"ttl must be a whole number of seconds from 1 to {MAX_TTL_SECONDS:,}, got {ttl!r}; "
+            "pass ttl=None for an entry that never expires"
+        )
+    return ttl
+
+
+def _check_pattern(pattern):
+    if not isinstance(pattern, str) or len(pattern) > MAX_PATTERN_LENGTH:
+        raise InvalidInputError(
+            f"a key pattern must be a string of at most {MAX_PATTERN_LENGTH} characters, got {pattern!r:.80}"
+        )
+    return pattern
+
+
+def _entry(row):
+    return dict(row, value=json.loads(row["value"]))
+
+
+class KVStore:
+    """Exact JSON values by key, optionally expiring: ``KVStore(store, tenant_id=..., namespace=...)``.
+
+    ``clock`` returns the current time in seconds since the epoch (``time.time`` by default); tests
+    pass their own to expire entries without sleeping. Patterns are globs: ``*`` matches any run of
+    characters, ``?`` exactly one, and every other character (``%``, ``_``, ``[``...) only itself.
+    """
+
+    def __init__(self, store, *, tenant_id="default", namespace="default", clock=None):
+        self.store = store
+        self.tenant_id = check_identifier(tenant_id, "tenant id")
+        self.namespace = check_identifier(namespace, "namespace")
+        self.clock = clock or time.time
+
+    def __repr__(self):
+        return f"<KVStore tenant={self.tenant_id!r} namespace={self.namespace!r}>"
+
+    def _now(self, offset=0):
+        return to_utc_iso(datetime.fromtimestamp(self.clock() + offset, timezone.utc))
+
+    def _scope(self):
+        return self.tenant_id, self.namespace
+
+    def set(self, key, value, ttl=None):
+        """Store ``value`` under ``key``, replacing value and TTL; ``ttl`` seconds until it expires."""
+        check_key(key)
+        text = encode_value(value)
+        expires_at = None if check_ttl(ttl) is None else self._now(ttl)
+        self.store.kv_set(*self._scope(), key, text, expires_at=expires_at, now=self._now())
+
+    def get_entry(self, key):
+        """``{"key", "value", "expires_at", "created_at", "updated_at"}``, or None when missing or expired."""
+        row = self.store.kv_get(*self._scope(), check_key(key), now=self._now())
+        return _entry(row) if row else None
+
+    def get(self, key, default=None):
+        """The stored value (a stored ``None`` too); ``default`` only when the key is missing or expired."""
+        entry = self.get_entry(key)
+        return default if entry is None else entry["value"]
+
+    def has(self, key):
+        return self.get_entry(key) is not None
+
+    def delete(self, key):
+        """Remove ``key``; True when there was a live entry."""
+        return self.store.kv_delete(*self._scope(), check_key(key), now=self._now())
+
+    def list_entries(self, pattern=None, *, limit=100, offset=0):
+        """A page of entries (with timestamps) whose keys match ``pattern``, sorted by key."""
+        check_page(limit, offset, MAX_PAGE_SIZE)
+        return [_entry(row) for row in self.store.kv_entries(
+            *self._scope(), _check_pattern("*" if pattern is None else pattern),
+            now=self._now(), limit=limit, offset=offset)]
+
+    def _matching(self, pattern):
+        return self.store.kv_entries(*self._scope(), _check_pattern(pattern), now=self._now())
+
+    def keys(self, pattern="*"):
+        """Every live key matching ``pattern``, sorted."""
+        return [row["key"] for row in self._matching(pattern)]
+
+    def get_all(self, pattern="*"):
+        """``{key: value}`` for every live key matching ``pattern``."""
+        return {row["key"]: json.loads(row["value"]) for row in self._matching(pattern)}
+
+    def clear(self):
+        """Remove every entry of this namespace; returns how many live ones there were."""
+        return self.store.kv_clear(*self._scope(), now=self._now())

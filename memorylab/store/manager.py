@@ -1,0 +1,186 @@
+"""SQL for the memory manager: the agents registry, memory status and listing, and the KV store.
+
+A mixin of ``Store``; it relies on the store's ``transaction``, ``_one`` and ``_all``. Timestamps
+arrive already in the store's ISO form, so the KV store's clock stays with its caller. Dates that
+may come from imports or users are compared through ``julianday`` rather than as text, because
+``...03Z`` and ``...03.000Z`` name the same instant but do not sort as the same string.
+"""
+from ..errors import ConflictError, InvalidInputError
+
+ANY_STATUS = object()
+"""``list_memories(status=...)`` default: no status filter (``None`` selects memories in progress)."""
+
+_DATE_COLUMNS = {"updated_at": "s.updated_at", "created_at": "s.created_at"}
+_LIVE = "(expires_at IS NULL OR expires_at > :now)"
+
+
+def _agent_from_row(row):
+    return {"agent_id": row["agent_id"], "name": row["name"], "slug": row["slug"], "created_at": row["created_at"]}
+
+
+def _sqlite_glob(pattern):
+    """A ``*``/``?`` glob as a SQLite GLOB: only ``[`` would mean something more, so it is made literal."""
+    return pattern.replace("[", "[[]")
+
+
+class ManagerStorage:
+    # -- agents --------------------------------------------------------------------------------
+
+    def _register_agent_row(self, conn, tenant_id, agent_id, created_at):
+        """Called inside every session-creating transaction: an agent exists once a session used it."""
+        conn.execute(
+            "INSERT OR IGNORE INTO agents (tenant_id, agent_id, created_at) VALUES (?, ?, ?)",
+            (tenant_id, agent_id, created_at),
+        )
+
+    def register_agent(self, tenant_id, agent_id, *, created_at, name=None, name_key=None, slug=None):
+        """Create the agent or update the name and slug given (None keeps the current one)."""
+        with self.transaction() as conn:
+            if slug is not None:
+                taken = conn.execute(
+                    "SELECT agent_id FROM agents WHERE tenant_id = ? AND agent_id != ? AND (slug = ? OR agent_id = ?)",
+                    (tenant_id, agent_id, slug, slug),
+                ).fetchone()
+                if taken is not None:
+                    raise ConflictError(
+                        f"slug {slug!r} already names agent {taken['agent_id']!r}; choose another slug"
+                    )
+            conn.execute(
+                "INSERT INTO agents (tenant_id, agent_id, name, name_key, slug, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (tenant_id, agent_id) DO UPDATE SET name = COALESCE(excluded.name, name),"
+                " name_key = COALESCE(excluded.name_key, name_key), slug = COALESCE(excluded.slug, slug)",
+                (tenant_id, agent_id, name, name_key, slug, created_at),
+            )
+            row = conn.execute(
+                "SELECT * FROM agents WHERE tenant_id = ? AND agent_id = ?", (tenant_id, agent_id)
+            ).fetchone()
+        return _agent_from_row(row)
+
+    def find_agents(self, tenant_id, reference, name_key):
+        """Agents of the tenant whose id or slug is ``reference`` or whose name folds to ``name_key``,
+        best match first; each row says how it matched (``"id"``, ``"slug"`` or ``"name"``)."""
+        rows = self._all(
+            """SELECT *, CASE WHEN agent_id = :ref THEN 'id' WHEN slug = :ref THEN 'slug' ELSE 'name' END
+                   AS matched_by
+            FROM agents WHERE tenant_id = :tenant AND (agent_id = :ref OR slug = :ref OR name_key = :key)
+            ORDER BY matched_by != 'id', matched_by != 'slug', agent_id""",
+            {"tenant": tenant_id, "ref": reference, "key": name_key},
+        )
+        return [dict(_agent_from_row(r), matched_by=r["matched_by"]) for r in rows]
+
+    def agents(self, tenant_id):
+        """Every agent of a tenant with its number of sessions, by id."""
+        rows = self._all(
+            """SELECT a.*, COUNT(s.pk) AS session_count FROM agents a
+            LEFT JOIN sessions s ON s.tenant_id = a.tenant_id AND s.agent_id = a.agent_id
+            WHERE a.tenant_id = ? GROUP BY a.agent_id ORDER BY a.agent_id""",
+            (tenant_id,),
+        )
+        return [dict(_agent_from_row(r), session_count=r["session_count"]) for r in rows]
+
+    # -- memory status and listing ---------------------------------------------------------------
+
+    def session_status(self, pk):
+        row = self._one("SELECT status FROM sessions WHERE pk = ?", (pk,))
+        return row["status"] if row else None
+
+    def set_session_status(self, pk, status, updated_at):
+        with self.transaction() as conn:
+            conn.execute("UPDATE sessions SET status = ?, updated_at = ? WHERE pk = ?", (status, updated_at, pk))
+
+    def list_memories(self, tenant_id, agent_id, *, interaction_before=None, status=ANY_STATUS, date_from=None,
+                      date_field="updated_at", limit=20, offset=0):
+        """One agent's sessions, most recently updated first, each with its status, message count,
+        newest summary and newest message.
+
+        The last interaction is the newest message's timestamp (the session's creation when it has
+        none), so a summary or a status change made later does not make a quiet session look active.
+        """
+        if date_field not in _DATE_COLUMNS:
+            raise InvalidInputError(f"date_field must be one of {', '.join(_DATE_COLUMNS)}, got {date_field!r}")
+        where = ["s.tenant_id = :tenant", "s.agent_id = :agent"]
+        if interaction_before is not None:
+            where.append("julianday(COALESCE(m.created_at, s.created_at)) < julianday(:before)")
+        if status is None:
+            where.append("s.status IS NULL")
+        elif status is not ANY_STATUS:
+            where.append("s.status = :status")
+        if date_from is not None:
+            where.append(f"julianday({_DATE_COLUMNS[date_field]}) >= julianday(:date_from)")
+        rows = self._all(
+            f"""SELECT s.session_id, s.status, s.created_at, s.updated_at,
+                (SELECT COUNT(*) FROM messages c WHERE c.session_pk = s.pk) AS message_count,
+                (SELECT summary FROM compactions o WHERE o.session_pk = s.pk ORDER BY o.id DESC LIMIT 1)
+                    AS summary,
+                m.role AS last_role, m.text AS last_text, m.created_at AS last_at
+            FROM sessions s LEFT JOIN messages m ON m.session_pk = s.pk AND m.id = s.latest_message_id
+            WHERE {" AND ".join(where)}
+            ORDER BY julianday(s.updated_at) DESC, s.pk DESC LIMIT :limit OFFSET :offset""",
+            {"tenant": tenant_id, "agent": agent_id, "before": interaction_before, "status": status,
+             "date_from": date_from, "limit": limit, "offset": offset},
+        )
+        return [
+            {
+                "session_id": r["session_id"], "status": r["status"], "created_at": r["created_at"],
+                "updated_at": r["updated_at"], "message_count": r["message_count"], "summary": r["summary"],
+                "last_message": None if r["last_role"] is None else
+                {"role": r["last_role"], "content": r["last_text"], "timestamp": r["last_at"]},
+            }
+            for r in rows
+        ]
+
+    # -- KV store ----------------------------------------------------------------------------------
+    # Expired rows are filtered out of every read and deleted by the next write to their namespace.
+
+    def _purge_expired(self, conn, tenant_id, namespace, now):
+        conn.execute(
+            "DELETE FROM kv_entries WHERE tenant_id = ? AND namespace = ? AND expires_at <= ?",
+            (tenant_id, namespace, now),
+        )
+
+    def kv_set(self, tenant_id, namespace, key, value, *, expires_at, now):
+        """Store a JSON text; ``created_at`` survives an update of a live entry."""
+        with self.transaction() as conn:
+            self._purge_expired(conn, tenant_id, namespace, now)
+            conn.execute(
+                "INSERT INTO kv_entries (tenant_id, namespace, key, value, expires_at, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, namespace, key) DO UPDATE SET"
+                " value = excluded.value, expires_at = excluded.expires_at, updated_at = excluded.updated_at",
+                (tenant_id, namespace, key, value, expires_at, now, now),
+            )
+
+    def kv_get(self, tenant_id, namespace, key, *, now):
+        row = self._one(
+            f"SELECT key, value, expires_at, created_at, updated_at FROM kv_entries"
+            f" WHERE tenant_id = :tenant AND namespace = :ns AND key = :key AND {_LIVE}",
+            {"tenant": tenant_id, "ns": namespace, "key": key, "now": now},
+        )
+        return dict(row) if row else None
+
+    def kv_entries(self, tenant_id, namespace, pattern, *, now, limit=-1, offset=0):
+        """Live entries whose key matches the ``*``/``?`` glob ``pattern``, by key (limit -1: all)."""
+        rows = self._all(
+            f"""SELECT key, value, expires_at, created_at, updated_at FROM kv_entries
+            WHERE tenant_id = :tenant AND namespace = :ns AND key GLOB :glob AND {_LIVE}
+            ORDER BY key LIMIT :limit OFFSET :offset""",
+            {"tenant": tenant_id, "ns": namespace, "glob": _sqlite_glob(pattern), "now": now,
+             "limit": limit, "offset": offset},
+        )
+        return [dict(r) for r in rows]
+
+    def kv_delete(self, tenant_id, namespace, key, *, now):
+        """Remove one entry; True when a live one was removed."""
+        with self.transaction() as conn:
+            self._purge_expired(conn, tenant_id, namespace, now)
+            return conn.execute(
+                "DELETE FROM kv_entries WHERE tenant_id = ? AND namespace = ? AND key = ?",
+                (tenant_id, namespace, key),
+            ).rowcount > 0
+
+    def kv_clear(self, tenant_id, namespace, *, now):
+        """Remove every entry of a namespace; returns how many live ones there were."""
+        with self.transaction() as conn:
+            self._purge_expired(conn, tenant_id, namespace, now)
+            return conn.execute(
+                "DELETE FROM kv_entries WHERE tenant_id = ? AND namespace = ?", (tenant_id, namespace)
+            ).rowcount

@@ -1,0 +1,145 @@
+import streamlit as st
+
+from memorylab import MemoryLabError
+from memorylab.messages import is_tool_part
+from memorylab.overlays import is_summary_message
+from pages.common import active_leaf, completion_settings, select_leaf, setup_page
+
+store, session = setup_page("Chat")
+if session is None:
+    st.title("Chat")
+    st.stop()
+
+from memorylab.chat import ChatRunner, chat_errors  # noqa: E402  (after the page shows: it loads the model layer)
+
+model = st.session_state["model"]
+leaf_id = active_leaf(session)
+try:
+    runner = ChatRunner(session, model=model, **completion_settings())
+except MemoryLabError as error:
+    st.error(f"Cannot chat with these settings: {error}")
+    st.stop()
+
+chat_column, side_column = st.columns([3, 2], gap="large")
+
+
+def render_parts(message):
+    for part in message["parts"]:
+        if part["type"] == "text":
+            st.markdown(part["text"])
+        elif part["type"] == "reasoning":
+            with st.expander("Reasoning"):
+                st.text(part["text"])
+        elif is_tool_part(part):
+            state = "✓" if "output" in part else "…"
+            with st.expander(f"🔧 {part.get('toolName') or 'tool'} {state}"):
+                if "input" in part:
+                    st.json(part["input"], expanded=False)
+                if "output" in part:
+                    output = part["output"]
+                    st.code(output if isinstance(output, str) else str(output), language=None, wrap_lines=True)
+
+
+def branch_switcher(message, column):
+    """◀ n/m ▶ between the siblings of ``message`` (regenerations and edits)."""
+    if message["parent_id"] is None:
+        return
+    siblings = [m["id"] for m in session.get_branches(message["parent_id"])]
+    if len(siblings) < 2:
+        return
+    index = siblings.index(message["id"])
+    back, label, forward = column.columns([1, 2, 1])
+    label.caption(f"branch {index + 1}/{len(siblings)}")
+    if back.button("◀", key=f"prev_{message['id']}", disabled=index == 0):
+        select_leaf(session.get_leaf_for(siblings[index - 1]))
+        st.rerun()
+    if forward.button("▶", key=f"next_{message['id']}", disabled=index == len(siblings) - 1):
+        select_leaf(session.get_leaf_for(siblings[index + 1]))
+        st.rerun()
+
+
+def run_turn(make_stream):
+    """Stream one assistant turn into the page, then make its message the active leaf."""
+    with st.chat_message("assistant"):
+        try:
+            st.write_stream(make_stream())
+        except MemoryLabError as error:
+            st.error(str(error))
+            return
+    if runner.last_message is not None:
+        select_leaf(runner.last_message["id"])
+    st.rerun()
+
+
+with chat_column:
+    st.title("Chat")
+    history = session.get_history(leaf_id)
+    st.caption(f"Branch ending at `{leaf_id}` · {len(history)} messages shown · model `{model}`")
+    for message in history:
+        if is_summary_message(message):
+            with st.chat_message("assistant", avatar="🗜️"):
+                covered = message["metadata"]["compaction"]["covered_messages"]
+                st.caption(f"Summary standing in for {covered} earlier messages (originals kept)")
+                render_parts(message)
+            continue
+        avatar = {"system": "⚙️", "tool": "🔧"}.get(message["role"])
+        with st.chat_message(message["role"], avatar=avatar):
+            render_parts(message)
+            actions = st.columns([1, 1, 2])
+            if message["role"] == "assistant" and message["parent_id"]:
+                if actions[0].button("↻", key=f"regen_{message['id']}", help="Regenerate: a new sibling branch"):
+                    st.session_state["pending"] = ("regenerate", message["id"], None)
+            if message["role"] == "user":
+                with actions[0].popover("✎", help="Edit: fork a new branch from here"):
+                    edited = st.text_area("Edited message", message["parts"][0].get("text", "") if message["parts"] else "",
+                                          key=f"edit_text_{message['id']}")
+                    if st.button("Fork and answer", key=f"fork_{message['id']}"):
+                        st.session_state["pending"] = ("edit", message["id"], edited)
+            branch_switcher(message, actions[2])
+
+    pending = st.session_state.pop("pending", None)
+    if pending:
+        action, message_id, text = pending
+        if action == "regenerate":
+            run_turn(lambda: runner.regenerate(message_id, stream=True))
+        else:
+            with st.chat_message("user"):
+                st.markdown(text)
+            run_turn(lambda: runner.edit(message_id, text, stream=True))
+
+    prompt = st.chat_input("Message the agent")
+    if prompt:
+        with st.chat_message("user"):
+            st.markdown(prompt)
+        run_turn(lambda: runner.stream(prompt, leaf_id=leaf_id))
+
+with side_column:
+    st.subheader("What the model sees")
+    frozen = session.freeze_system_prompt()
+    with st.expander(f"Frozen system prompt ({len(frozen):,} characters)"):
+        st.code(frozen or "(no context blocks)", language=None, wrap_lines=True)
+    estimate = session.estimate_context_tokens(leaf_id)
+    threshold = st.number_input("Compaction threshold (tokens)", 100, 1_000_000, 6000, step=500, key="chat_threshold")
+    st.progress(min(estimate / threshold, 1.0),
+                text=f"{estimate:,} estimated tokens of {threshold:,} ({estimate / threshold:.0%})")
+    if estimate > threshold:
+        st.warning("Over the threshold: the Compaction lab can summarize this branch.")
+    if st.button("Count with the model's tokenizer", key="chat_count"):
+        from memorylab.llm import count_tokens
+
+        with st.spinner("Counting…"):
+            request = runner.build_request(leaf_id)
+            counted = count_tokens(request["messages"], model, tools=request["tools"])
+        st.metric(f"Counted ({counted['source']})", f"{counted['tokens']:,}",
+                  delta=f"{estimate - counted['tokens']:+,} estimate drift", delta_color="off", help=counted["note"])
+    with st.expander("View the exact request"):
+        request = runner.last_request or runner.build_request(leaf_id)
+        st.caption("The last request sent in this run of the page" if runner.last_request
+                   else "What the next turn would send (nothing sent yet)")
+        st.json({"model": request["model"], "messages": request["messages"], "tools": request["tools"]},
+                expanded=False)
+    errors = chat_errors(session)
+    if errors:
+        with st.expander(f"Model errors ({len(errors)})", expanded=False):
+            for record in reversed(errors):
+                st.error(f"{record['at']} · {record.get('model')} · {record.get('message')}")

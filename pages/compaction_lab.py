@@ -1,0 +1,197 @@
+import pandas as pd
+import streamlit as st
+
+from memorylab import MemoryLabError, plan_compaction, truncate_older_messages
+from memorylab.compaction import DEFAULT_SUMMARY_TEMPLATE
+from memorylab.facts import fact_survival
+from memorylab.messages import message_text
+from memorylab.samples import sample_facts
+from memorylab.truncation import stored_bytes
+from pages.common import active_leaf, completion_settings, session_page
+
+store, session = session_page(
+    "Compaction lab",
+    "Tune how the active branch would be summarized. The preview is a dry run: nothing is sent "
+    "to a model and nothing is written until you run it and accept the summary.",
+)
+
+leaf_id = active_leaf(session)
+history = session.get_history(leaf_id)
+model = st.session_state.get("model")
+
+
+def setting_controls(prefix, container, defaults):
+    """One set of plan settings as widgets; returns the settings dict."""
+    columns = container.columns(3)
+    return {
+        "protect_head": columns[0].number_input("Protect head (messages)", 0, 50, defaults["protect_head"],
+                                                key=f"{prefix}_head"),
+        "tail_token_budget": columns[1].number_input("Tail token budget", 0, 500_000, defaults["tail_token_budget"],
+                                                     step=500, key=f"{prefix}_tail"),
+        "min_tail_messages": columns[2].number_input("Min tail messages", 0, 100, defaults["min_tail_messages"],
+                                                     key=f"{prefix}_min_tail"),
+    }
+
+
+def plan_or_error(settings, template):
+    try:
+        return plan_compaction(history, prompt_template=template, **settings), None
+    except MemoryLabError as error:
+        return None, str(error)
+
+
+def summarize(plan, summarizer_model):
+    from memorylab.llm import make_summarizer
+
+    return make_summarizer(summarizer_model, **completion_settings())(plan.prompt).strip()
+
+
+preview_tab, ab_tab, overlays_tab, micro_tab = st.tabs(
+    ["Preview and run", "Compare A/B", "Overlay history", "Micro-compaction"])
+
+with preview_tab:
+    settings = setting_controls("main", st, {"protect_head": 3, "tail_token_budget": 4000, "min_tail_messages": 2})
+    extra = st.columns(3)
+    threshold = extra[0].number_input("Auto-compact threshold (tokens)", 100, 1_000_000, 6000, step=500,
+                                      help="compact_after(threshold): compaction runs after an append that puts "
+                                           "history plus system prompt strictly over it.")
+    summarizer_model = extra[1].text_input("Summarizer model", value=model or "", key="main_model")
+    row_limit = extra[2].number_input("Row size limit (bytes)", 1024, 10_000_000, 1_800_000, step=100_000,
+                                      help="Messages larger than this are shrunk before they are stored.")
+    template = st.text_area("Summary prompt template", DEFAULT_SUMMARY_TEMPLATE, height=200, key="main_template",
+                            help="Placeholders: {transcript}, {previous_summary}, {target_tokens}.")
+    plan, error = plan_or_error(settings, template)
+    estimate = session.estimate_context_tokens(leaf_id)
+    oversized = [m["id"] for m in history if stored_bytes(m) > row_limit]
+    st.caption(f"Request estimate now: {estimate:,} tokens ({'over' if estimate > threshold else 'under'} the "
+               f"threshold of {threshold:,}). Messages over the row size limit on this branch: {len(oversized)}.")
+    if error:
+        st.error(error)
+    elif plan is None:
+        st.info("Nothing to compact with these settings: the head and the tail cover the whole branch "
+                "(or only an earlier summary lies between them). Lower the tail budget or the protected head.")
+    else:
+        metrics = st.columns(4)
+        metrics[0].metric("Tokens before", f"{plan.tokens_before:,}")
+        metrics[1].metric("Tokens after (target)", f"{plan.tokens_after:,}",
+                          delta=f"{plan.tokens_after - plan.tokens_before:,}", delta_color="inverse")
+        metrics[2].metric("Messages summarized", len(plan.middle))
+        metrics[3].metric("Summary target", f"{plan.target_summary_tokens:,} tok")
+        fate = {m["id"]: "head (kept)" for m in plan.head} | {m["id"]: "summarized" for m in plan.middle} \
+            | {m["id"]: "tail (kept)" for m in plan.tail}
+        st.dataframe(pd.DataFrame({"id": m["id"], "role": m["role"], "fate": fate[m["id"]], "tokens": m["tokens"],
+                                   "text": message_text(m)[:160]} for m in history),
+                     hide_index=True, width="stretch", height=260)
+        if plan.previous_summary:
+            st.info("An earlier summary lies in this span: the model is asked to update it, not start over.")
+        with st.expander("The exact prompt"):
+            st.code(plan.prompt, language=None, wrap_lines=True)
+        if st.button("Run the summarizer", type="primary"):
+            with st.status(f"Summarizing {len(plan.middle)} messages with {summarizer_model}…", expanded=True) as status:
+                try:
+                    st.session_state["proposal"] = {"summary": summarize(plan, summarizer_model), "leaf": leaf_id,
+                                                    "settings": settings, "template": template}
+                    status.update(label="Summary ready for review", state="complete")
+                except MemoryLabError as failure:
+                    status.update(label="The summarizer failed", state="error")
+                    st.error(str(failure))
+        proposal = st.session_state.get("proposal")
+        if proposal and proposal["leaf"] == leaf_id:
+            st.subheader("Review the proposed summary")
+            edited = st.text_area("Summary (edit before accepting if you like)", proposal["summary"], height=220,
+                                  key="proposal_text")
+            accept, reject = st.columns(2)
+            if accept.button("Accept: add as an overlay", type="primary"):
+                if proposal["settings"] != settings or proposal["template"] != template:
+                    st.warning("The settings changed since this summary was made; run it again first.")
+                else:
+                    try:
+                        overlay = session.accept_compaction(plan, edited, leaf_id)
+                        del st.session_state["proposal"]
+                        st.success(f"Overlay {overlay['id']} added. Originals stay stored.")
+                        st.rerun()
+                    except MemoryLabError as failure:
+                        st.error(str(failure))
+            if reject.button("Reject"):
+                del st.session_state["proposal"]
+                st.rerun()
+
+with ab_tab:
+    st.caption("Two settings on the same branch point, side by side. List the facts that must survive; "
+               "each summary is checked for them.")
+    columns = st.columns(2)
+    variants = {}
+    for name, column, defaults in (("A", columns[0], {"protect_head": 3, "tail_token_budget": 4000, "min_tail_messages": 2}),
+                                   ("B", columns[1], {"protect_head": 1, "tail_token_budget": 1500, "min_tail_messages": 2})):
+        column.markdown(f"**Setting {name}**")
+        variant_settings = setting_controls(name, column, defaults)
+        variant_model = column.text_input("Summarizer model", value=model or "", key=f"{name}_model")
+        variant_plan, variant_error = plan_or_error(variant_settings, None)
+        variants[name] = (variant_plan, variant_model, variant_error)
+        if variant_error:
+            column.error(variant_error)
+        elif variant_plan is None:
+            column.info("Nothing to compact with this setting.")
+        else:
+            column.caption(f"Summarizes {variant_plan.from_id}..{variant_plan.to_id} ({len(variant_plan.middle)} "
+                           f"messages): {variant_plan.tokens_before:,} → {variant_plan.tokens_after:,} tokens, "
+                           f"saves {variant_plan.tokens_before - variant_plan.tokens_after:,}")
+    facts = st.text_area("Facts that must survive (one per line)", "\n".join(sample_facts(session.session_id)),
+                         height=150)
+    ready = all(plan_ is not None for plan_, _, _ in variants.values())
+    if st.button("Summarize both and compare", disabled=not ready):
+        results = {}
+        progress = st.progress(0.0, text="Summarizing A…")
+        for index, (name, (variant_plan, variant_model, _)) in enumerate(variants.items()):
+            try:
+                results[name] = summarize(variant_plan, variant_model)
+            except MemoryLabError as failure:
+                results[name] = None
+                st.error(f"{name}: {failure}")
+            progress.progress((index + 1) / 2, text="Summarizing B…" if index == 0 else "Done")
+        st.session_state["ab_results"] = {"leaf": leaf_id, "summaries": results}
+    ab = st.session_state.get("ab_results")
+    if ab and ab["leaf"] == leaf_id:
+        columns = st.columns(2)
+        for column, (name, summary) in zip(columns, ab["summaries"].items()):
+            column.markdown(f"**Summary {name}**")
+            if summary is None:
+                continue
+            survival = fact_survival(summary, facts.splitlines())
+            kept = sum(r["kept"] for r in survival)
+            column.metric("Facts kept", f"{kept} / {len(survival)}")
+            column.code(summary or "(empty)", language=None, wrap_lines=True)
+            column.dataframe(pd.DataFrame(survival), hide_index=True, width="stretch")
+
+with overlays_tab:
+    overlays = session.get_compactions()
+    if not overlays:
+        st.info("No overlays on this session yet.")
+    visible_ids = {m["metadata"]["compaction"]["overlay_id"] for m in history if m["id"].startswith("compaction_")}
+    for overlay in reversed(overlays):
+        with st.container(border=True):
+            head, action = st.columns([5, 1])
+            state = "visible on this branch" if overlay["id"] in visible_ids else "superseded or on another branch"
+            head.markdown(f"**Overlay {overlay['id']}** · `{overlay['from_id']}` … `{overlay['to_id']}` · {state}")
+            head.caption(f"{overlay['created_at']} · {overlay['metadata']}")
+            head.code(overlay["summary"], language=None, wrap_lines=True)
+            if action.button("Undo", key=f"undo_{overlay['id']}", help="Remove the overlay; the originals show again."):
+                session.remove_compaction(overlay["id"])
+                st.rerun()
+
+with micro_tab:
+    columns = st.columns(3)
+    keep_recent = columns[0].number_input("Keep recent (messages)", 0, 100, 4)
+    max_tool = columns[1].number_input("Max tool output chars", 0, 100_000, 500, step=100)
+    max_text = columns[2].number_input("Max text chars", 0, 1_000_000, 10_000, step=1000)
+    truncated = truncate_older_messages(history, keep_recent=keep_recent, max_tool_output_chars=max_tool,
+                                        max_text_chars=max_text)
+    changed = [(before, after) for before, after in zip(history, truncated) if before is not after]
+    st.metric("Messages shortened before sending", len(changed),
+              delta=f"{sum(a['tokens'] for _, a in changed) - sum(b['tokens'] for b, _ in changed):,} tokens",
+              delta_color="inverse")
+    if changed:
+        st.dataframe(pd.DataFrame({"id": b["id"], "role": b["role"], "tokens before": b["tokens"],
+                                   "tokens after": a["tokens"]} for b, a in changed), hide_index=True, width="stretch")
+        with st.expander("What the first shortened message looks like"):
+            st.json(changed[0][1]["parts"], expanded=False)

@@ -1,0 +1,56 @@
+import pandas as pd
+import streamlit as st
+
+from memorylab.budget import request_breakdown
+from memorylab.viz import context_window_figure
+from pages.common import active_leaf, session_page
+
+store, session = session_page(
+    "Context window",
+    "What the next request on the active branch holds: the frozen system prompt block by block, "
+    "the tool schemas, compaction summaries and the messages after micro-compaction.",
+)
+
+leaf_id = active_leaf(session)
+settings = st.columns(3)
+context_limit = settings[0].number_input("Model context limit (tokens)", min_value=512, value=8192, step=1024,
+                                         help="SmolLM2-135M reads 8,192 tokens; most hosted models 128k or more.")
+threshold = settings[1].number_input("Compaction threshold (tokens)", min_value=100, value=6000, step=500,
+                                     help="compact_after(threshold): compaction runs when a request goes over it.")
+keep_recent = settings[2].number_input("Messages kept whole (micro-compaction)", min_value=0, value=4,
+                                       help="Older tool outputs over 500 characters and texts over 10,000 are cut.")
+
+rows = request_breakdown(session, leaf_id, micro_compaction={"keep_recent": int(keep_recent)})
+total = sum(r["tokens"] for r in rows)
+figure = context_window_figure(rows, context_limit=int(context_limit), threshold=int(threshold))
+st.plotly_chart(figure, width="stretch", config={"displaylogo": False})
+
+status = st.columns(3)
+status[0].metric("Estimated request", f"{total:,} tokens")
+status[1].metric("Of the context limit", f"{total / context_limit:.0%}")
+over = total - threshold
+status[2].metric("Against the threshold", f"{over:+,} tokens", delta="would compact" if over > 0 else "below",
+                 delta_color="inverse" if over > 0 else "normal")
+
+table = pd.DataFrame(rows)
+table["share"] = table["tokens"] / max(total, 1)
+st.dataframe(table, hide_index=True, width="stretch",
+             column_config={"share": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1)})
+
+st.subheader("Estimate vs the model's tokenizer")
+model = st.session_state.get("model")
+st.caption(f"The estimate is model-free (max of 4 characters or 1.3 words per token). The exact count uses "
+           f"litellm's tokenizer for `{model}`, which loads litellm (a few seconds, once).")
+if st.button("Count with the model's tokenizer"):
+    from memorylab.chat import build_request
+    from memorylab.llm import count_tokens
+
+    with st.spinner("Loading litellm and counting…"):
+        request = build_request(session, leaf_id)
+        counted = count_tokens(request["messages"], model, tools=request.get("tools"))
+    exact = counted["tokens"]
+    drift = (total - exact) / exact if exact else 0
+    columns = st.columns(3)
+    columns[0].metric("Estimate", f"{total:,}")
+    columns[1].metric(f"Counted ({counted['source']})", f"{exact:,}", help=counted["note"])
+    columns[2].metric("Drift", f"{drift:+.1%}", help="How far the estimate is from the tokenizer's count")

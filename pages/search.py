@@ -1,0 +1,38 @@
+import streamlit as st
+
+from memorylab import Session
+from memorylab.store.sqlite import SNIPPET_MARKS
+from pages.common import escape_markdown, open_in_tree, setup_page
+
+store, session = setup_page("Search")
+st.title("Search")
+st.caption("Full-text search (SQLite FTS5, BM25-ranked) over every text part. Words match as prefixes; "
+           "\"quoted words\" match as a phrase. Any text is safe to type.")
+
+query = st.text_input("Search", placeholder="e.g. refund card, \"wrong item\", A-4471", key="search_query")
+filters = st.columns([2, 2, 1])
+scope = filters[0].radio("Sessions", ["All sessions", "Selected session"], horizontal=True, key="search_scope")
+roles = filters[1].multiselect("Roles", ["user", "assistant", "system", "tool"], key="search_roles")
+limit = filters[2].number_input("Hits", min_value=1, max_value=200, value=20, key="search_limit")
+
+if not query.strip():
+    st.info("Type words to search all conversations.")
+    st.stop()
+
+hits = []
+for role in roles or [None]:
+    hits += store.search(query, limit=int(limit), role=role,
+                         session_pk=session.pk if scope == "Selected session" and session else None)
+hits = sorted(hits, key=lambda h: h["rank"])[: int(limit)]
+st.write(f"**{len(hits)}** hit{'s' if len(hits) != 1 else ''}")
+titles = {(r["tenant_id"], r["agent_id"], r["session_id"]): r["metadata"].get("title") or r["session_id"]
+          for r in store.list_sessions()}
+for index, hit in enumerate(hits):
+    ref = (hit["tenant_id"], hit["agent_id"], hit["session_id"])
+    with st.container(border=True):
+        head, action = st.columns([5, 1])
+        head.caption(f"{titles.get(ref, hit['session_id'])} · {hit['role']} · `{hit['id']}` · {hit['created_at']}")
+        highlighted = escape_markdown(hit["snippet"]).replace(SNIPPET_MARKS[0], "**").replace(SNIPPET_MARKS[1], "**")
+        head.markdown(highlighted)
+        if action.button("Open in tree", key=f"open_{index}"):
+            open_in_tree(ref, hit["id"], Session.open(store, ref[2], tenant_id=ref[0], agent_id=ref[1]))
