@@ -9,6 +9,7 @@ PAGES = [
     st.Page("pages/context_window.py", title="Context window", icon="📏"),
     st.Page("pages/compaction_lab.py", title="Compaction lab", icon="🗜️"),
     st.Page("pages/search.py", title="Search", icon="🔎"),
+    st.Page("pages/memory.py", title="Sessions and memory", icon="🗃️"),
 ]
 
 st.navigation(PAGES).run()

@@ -103,6 +103,12 @@ def _entry(row):
     return dict(row, value=json.loads(row["value"]))
 
 
+def kv_namespaces(store, *, tenant_id="default"):
+    """The tenant's namespaces that hold live entries, with their entry counts (for browsers)."""
+    now = to_utc_iso(datetime.now(timezone.utc))
+    return store.kv_namespaces(check_identifier(tenant_id, "tenant id"), now=now)
+
+
 class KVStore:
     """Exact JSON values by key, optionally expiring: ``KVStore(store, tenant_id=..., namespace=...)``.
 

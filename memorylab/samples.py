@@ -11,6 +11,7 @@ SOUL_PATH = SAMPLE_DIR / "soul.md"
 SKILLS_DIR = SAMPLE_DIR / "skills"
 KNOWLEDGE_PATH = SAMPLE_DIR / "knowledge.json"
 FACTS_PATH = SAMPLE_DIR / "facts.json"
+MEMORIES_PATH = SAMPLE_DIR / "memories.json"
 
 
 def sample_files(directory=SAMPLE_DIR / "sessions"):
@@ -27,13 +28,44 @@ def load_knowledge(store, *, tenant_id="default", path=KNOWLEDGE_PATH):
     return len(data["entries"])
 
 
+def load_memories(store, *, tenant_id="default", path=MEMORIES_PATH):
+    """The memory-manager samples: conversations keyed by identity, with statuses, and KV entries.
+
+    Memories that exist already are left alone; KV entries are (re)written. Returns the keys added.
+    """
+    from .kv import KVStore
+    from .manager import Memory
+
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    added = []
+    for sample in data["memories"]:
+        memory = Memory(store, agent_id=sample["agent_id"], tenant_id=tenant_id, memory_key=sample["key"])
+        if memory.exists():
+            continue
+        for message in sample["messages"]:
+            memory.append(message["role"], message["content"], timestamp=message["timestamp"])
+        if sample["status"]:
+            memory.set_status(sample["status"])
+        added.append(sample["key"])
+    for entry in data["kv"]:
+        KVStore(store, tenant_id=tenant_id, namespace=entry["namespace"]).set(
+            entry["key"], entry["value"], ttl=entry.get("ttl"))
+    return added
+
+
+def sample_memory_keys(path=MEMORIES_PATH):
+    """The memory keys the memory-manager samples create."""
+    return [m["key"] for m in json.loads(Path(path).read_text(encoding="utf-8"))["memories"]]
+
+
 def sample_facts(session_id):
     """The facts a good summary of a sample session keeps (for the fact-survival check), or []."""
     return json.loads(FACTS_PATH.read_text(encoding="utf-8")).get(session_id, [])
 
 
 def load_samples(store, *, replace=False, directory=SAMPLE_DIR / "sessions"):
-    """Import every sample session and the knowledge base; returns the session ids imported.
+    """Import every sample session, the knowledge base and the memory-manager samples; returns the
+    session ids imported.
 
     Sessions that exist already are kept unless ``replace``.
     """
@@ -47,6 +79,7 @@ def load_samples(store, *, replace=False, directory=SAMPLE_DIR / "sessions"):
         except ConflictError:
             continue
     load_knowledge(store)
+    load_memories(store)
     return loaded
 
 

@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from memorylab import Store
-from memorylab.samples import sample_files
+from memorylab.samples import sample_files, sample_memory_keys
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,7 +24,8 @@ def test_first_start_creates_the_lab_database_from_sample_data(lab_db):
     app = run_app()
     assert lab_db.exists()
     table = app.dataframe[0].value
-    assert len(table) == len(sample_files())
+    with Store(lab_db) as store:
+        assert len(table) == len(store.list_sessions()) == len(sample_files()) + len(sample_memory_keys())
     with Store(lab_db) as store:
         sessions = {s["session_id"]: s for s in store.list_sessions()}
     assert set(table["session"]) == set(sessions)
@@ -32,7 +33,7 @@ def test_first_start_creates_the_lab_database_from_sample_data(lab_db):
         assert row["messages"] == sessions[row["session"]]["message_count"]
         assert row["branches"] == sessions[row["session"]]["branch_count"]
     metrics = {m.label: m.value for m in app.metric}
-    assert metrics["Sessions"] == str(len(sample_files()))
+    assert metrics["Sessions"] == str(len(table))
 
 
 def test_app_start_does_not_import_litellm(lab_db):

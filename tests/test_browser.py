@@ -22,6 +22,7 @@ PAGES = {
     "context_window": "Estimated request",
     "compaction_lab": "Summary prompt template",
     "search": "Type words to search",
+    "memory": "Cross-agent admin",
 }
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from memorylab import Session, Store
 from memorylab.cli import main
-from memorylab.samples import sample_files
+from memorylab.samples import sample_files, sample_memory_keys
 
 
 def run_cli(*args):
@@ -29,7 +29,7 @@ def test_demo_stats_export_import_round_trip(tmp_path, capsys):
 
     assert main(["--db", db, "stats", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert len(rows) == len(sample_files())
+    assert len(rows) == len(sample_files()) + len(sample_memory_keys())
     first = rows[0]
 
     out = tmp_path / "export.json"

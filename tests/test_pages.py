@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from memorylab import Session, Store
+from memorylab import KVStore, Memory, Session, Store, load_samples
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted(p.name for p in (ROOT / "pages").glob("*.py") if p.name != "common.py")
@@ -174,3 +174,50 @@ def test_search_escapes_markdown_and_html(lab_db):
     rendered = [m.value for m in app.markdown if "onerror" in m.value]
     # every markdown character is escaped; only the matched word is made bold
     assert rendered == ["\\<img src=x **onerror**=alert\\(1\\)\\> \\*\\*bold\\*\\* \\[link\\]\\(http\\://x\\)"]
+
+
+def test_memory_page_lists_memories_and_sets_a_status(lab_db):
+    app = run_page("memory.py")
+    assert [s for s in app.selectbox if s.label == "Agent"][0].value.startswith("sales-assistant")
+    table = app.dataframe[0].value
+    assert set(table["memory key"]) == {"phone:+447700900123", "email:priya.n@example.org", "id:lead-7731"}
+    assert dict(zip(table["memory key"], table["status"]))["phone:+447700900123"] == "qualified"
+    app.text_input(key="memory_status").set_value("closed").run()
+    assert list(app.dataframe[0].value["memory key"]) == ["id:lead-7731"]
+
+
+def test_kv_browser_adds_refuses_and_deletes(lab_db):
+    app = run_page("memory.py")
+    app.selectbox(key="kv_namespace").select("support-bot").run()
+    app.text_input(key="kv_pattern").set_value("prefs:*").run()
+    assert list(app.dataframe[1].value["key"]) == ["prefs:marta.kowalczyk@example.com"]
+    app.text_input(key="kv_pattern").set_value("*").run()
+    form_inputs = [t for t in app.text_input if t.label == "Key"]
+    form_inputs[0].set_value("x" * 600)
+    [t for t in app.text_area if t.label == "Value (any JSON)"][0].set_value('{"a": 1}')
+    app.button(key="FormSubmitter:kv_edit-Save entry").click().run()
+    assert any("at most 512 characters" in e.value for e in app.error)
+    [t for t in app.text_input if t.label == "Key"][0].set_value("note:1")
+    [t for t in app.text_area if t.label == "Value (any JSON)"][0].set_value('{"n": [1, 2.5, null]}')
+    app.button(key="FormSubmitter:kv_edit-Save entry").click().run()
+    with Store(lab_db) as store:
+        namespace = app.session_state["kv_namespace"]
+        assert KVStore(store, namespace=namespace).get("note:1") == {"n": [1, 2.5, None]}
+    app.selectbox(key="kv_delete_key").select("note:1").run()
+    [b for b in app.button if b.label == "Delete note:1"][0].click().run()
+    with Store(lab_db) as store:
+        assert not KVStore(store, namespace=namespace).has("note:1")
+
+
+def test_admin_hides_other_tenants_like_missing_agents(lab_db):
+    with Store(lab_db) as store:
+        load_samples(store)
+        Memory(store, agent_id="secret-agent", tenant_id="acme", memory_key="id:x").append("user", "hi")
+    app = run_page("memory.py")
+    app.text_input(key="admin_agent").set_value("secret-agent").run()
+    app.button(key="admin_run").click().run()
+    missing = [e.value for e in app.error]
+    app.text_input(key="admin_agent").set_value("no-such-agent").run()
+    app.button(key="admin_run").click().run()
+    assert missing == ["NotFoundError: no agent 'secret-agent': pass the id, slug or name of an agent of this tenant"]
+    assert [e.value for e in app.error] == [missing[0].replace("secret-agent", "no-such-agent")]

@@ -1,9 +1,9 @@
 """The sample data is the lab's first impression: it must load and demo every feature."""
 import pytest
 
-from memorylab import Session, load_samples
+from memorylab import KVStore, Memory, Session, load_samples
 from memorylab.messages import is_tool_part
-from memorylab.samples import SKILLS_DIR, sample_files, with_sample_context
+from memorylab.samples import SKILLS_DIR, sample_files, sample_memory_keys, with_sample_context
 
 
 @pytest.fixture
@@ -22,7 +22,19 @@ def test_four_conversations_load_once(store):
     assert len(load_samples(store)) == 4
     assert load_samples(store) == []
     assert {r["session_id"] for r in store.list_sessions()} == {
-        "support-order-4471", "coding-csv-importer", "trip-planning-branches", "long-migration-project"}
+        "support-order-4471", "coding-csv-importer", "trip-planning-branches", "long-migration-project",
+        *sample_memory_keys()}
+
+
+def test_memory_samples_have_identities_statuses_and_kv(loaded):
+    rows = {r["id"]: r for r in Memory(loaded, agent_id="sales-assistant").list()}
+    assert rows["phone:+447700900123"]["status"] == "qualified"
+    assert rows["phone:+447700900123"]["entity_type"] == "phone"
+    assert rows["email:priya.n@example.org"]["status"] is None
+    assert rows["id:lead-7731"]["last_message"]["role"] == "assistant"
+    prefs = KVStore(loaded, namespace="support-bot").get("prefs:marta.kowalczyk@example.com")
+    assert prefs == {"contact": "email", "refund_to": "card", "carrier": "DHL", "gift_box": "vegetarian"}
+    assert KVStore(loaded, namespace="support-bot").get_entry("rate-limit:marta.kowalczyk@example.com")["expires_at"]
 
 
 def test_support_conversation_has_checkable_facts(loaded):

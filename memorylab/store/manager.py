@@ -168,6 +168,15 @@ class ManagerStorage:
         )
         return [dict(r) for r in rows]
 
+    def kv_namespaces(self, tenant_id, *, now):
+        """``[{"namespace", "entries"}]``: the namespaces of a tenant that hold live entries."""
+        rows = self._all(
+            f"SELECT namespace, COUNT(*) AS entries FROM kv_entries WHERE tenant_id = :tenant AND {_LIVE}"
+            " GROUP BY namespace ORDER BY namespace",
+            {"tenant": tenant_id, "now": now},
+        )
+        return [dict(r) for r in rows]
+
     def kv_delete(self, tenant_id, namespace, key, *, now):
         """Remove one entry; True when a live one was removed."""
         with self.transaction() as conn:

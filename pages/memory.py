@@ -1,0 +1,163 @@
+import datetime as dt
+import json
+
+import pandas as pd
+import streamlit as st
+
+from memorylab import KVStore, Memory, MemoryAdmin, MemoryLabError, identify
+from memorylab.kv import kv_namespaces
+from pages.common import completion_settings, link_to, select_session, setup_page
+
+store, session = setup_page("Sessions and memory")
+st.title("Sessions and memory")
+st.caption("The memory manager's view: one memory per person or channel (a memory key is a session), "
+           "with statuses and summaries; the KV store beside it; and admin access across agents.")
+
+tenants = sorted({row["tenant_id"] for row in store.list_sessions()} | {"default"})
+tenant = st.selectbox("Tenant", tenants, index=tenants.index("default"), key="memory_tenant")
+admin = MemoryAdmin(store, tenant_id=tenant)
+agents = admin.agents()
+memories_tab, kv_tab, admin_tab, identity_tab = st.tabs(["Memories", "KV store", "Cross-agent admin", "Identify"])
+
+with memories_tab:
+    if not agents:
+        st.info("This tenant has no agents yet: an agent exists once a Memory or Session used its id.")
+    else:
+        # The busiest agent first: it shows the most of what the manager keeps.
+        agent_names = {f"{a['agent_id']}" + (f" ({a['name']})" if a.get("name") else "") + f" · {a['session_count']} memories": a["agent_id"]
+                       for a in sorted(agents, key=lambda a: -a["session_count"])}
+        agent_id = agent_names[st.selectbox("Agent", list(agent_names), key="memory_agent")]
+        memory = Memory(store, agent_id=agent_id, tenant_id=tenant)
+        filters = st.columns(4)
+        inactive = filters[0].checkbox("Inactive since…", key="memory_inactive")
+        since = filters[0].date_input("No message after", dt.date.today() - dt.timedelta(days=7),
+                                      disabled=not inactive, key="memory_since")
+        status = filters[1].text_input("Status", placeholder="any; in_progress; qualified…", key="memory_status")
+        limit = filters[2].number_input("Limit", 1, 100, 20, key="memory_limit")
+        offset = filters[3].number_input("Offset", 0, 10_000, 0, key="memory_offset")
+        try:
+            rows = memory.list(last_interaction_before=dt.datetime.combine(since, dt.time()) if inactive else None,
+                               status=status.strip() or None, limit=int(limit), offset=int(offset))
+        except MemoryLabError as error:
+            st.error(str(error))
+            rows = []
+        table = pd.DataFrame([{
+            "memory key": r["id"], "entity": r["entity_type"] or "", "value": r["entity_value"] or "",
+            "status": r["status"] or "in progress", "updated": r["updated_at"], "messages": r["message_count"],
+            "spoke last": (r["last_message"] or {}).get("role", ""),
+            "last message": ((r["last_message"] or {}).get("content") or "")[:120],
+            "summary": (r["summary"] or "")[:120],
+        } for r in rows])
+        event = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun",
+                             selection_mode="single-row", key="memory_table")
+        chosen = rows[event.selection.rows[0]] if rows and event and event.selection.rows else None
+        if chosen:
+            key = chosen["id"]
+            st.markdown(f"**{key}**")
+            actions = st.columns([2, 1, 1])
+            new_status = actions[0].text_input("New status", value=chosen["status"] or "", key="memory_new_status",
+                                               placeholder="empty = in progress")
+            if actions[1].button("Set status"):
+                try:
+                    memory.set_status(new_status.strip() or None, key=key)
+                    st.rerun()
+                except MemoryLabError as error:
+                    st.error(str(error))
+            if actions[2].button("Open in the tree"):
+                select_session((tenant, agent_id, key))
+                link_to("pages/tree.py", "Open the tree", "🌳")
+            if st.button("Summarize with the selected model"):
+                with st.spinner(f"Summarizing with {st.session_state['model']}…"):
+                    try:
+                        from memorylab.llm import make_summarizer
+
+                        summarizer = make_summarizer(st.session_state["model"], **completion_settings())
+                        Memory(store, agent_id=agent_id, tenant_id=tenant, summarizer=summarizer).summarize(key=key)
+                        st.rerun()
+                    except MemoryLabError as error:
+                        st.error(str(error))
+            st.text(memory.get_formatted(key=key))
+
+with kv_tab:
+    namespaces = [n["namespace"] for n in kv_namespaces(store, tenant_id=tenant)]
+    columns = st.columns([2, 2, 1])
+    namespace = columns[0].selectbox("Namespace", namespaces + ["(new namespace)"], key="kv_namespace")
+    if namespace == "(new namespace)":
+        namespace = columns[0].text_input("New namespace name", value="scratch", key="kv_new_namespace")
+    pattern = columns[1].text_input("Keys matching (glob: * and ?)", value="*", key="kv_pattern")
+    try:
+        kv = KVStore(store, tenant_id=tenant, namespace=namespace)
+        entries = kv.list_entries(pattern, limit=1000)
+    except MemoryLabError as error:
+        st.error(str(error))
+        entries = []
+    now = dt.datetime.now(dt.timezone.utc)
+
+    def expires_in(entry):
+        if not entry["expires_at"]:
+            return "never"
+        left = dt.datetime.fromisoformat(entry["expires_at"].replace("Z", "+00:00")) - now
+        return f"in {int(left.total_seconds()):,} s"
+
+    columns[2].metric("Entries", len(entries))
+    if not entries:
+        st.info(f"No live entry in `{namespace}` matches `{pattern}`.")
+    st.dataframe(pd.DataFrame([{"key": e["key"], "value": json.dumps(e["value"], ensure_ascii=False),
+                                "expires": expires_in(e), "updated": e["updated_at"]} for e in entries]),
+                 hide_index=True, width="stretch")
+    with st.form("kv_edit"):
+        st.markdown("**Add or replace an entry**")
+        key = st.text_input("Key")
+        raw_value = st.text_area("Value (any JSON)", value='{"example": true}', height=90)
+        ttl = st.number_input("TTL in seconds (0 = never expires)", 0, 3_153_600_000, 0)
+        if st.form_submit_button("Save entry", type="primary"):
+            try:
+                kv.set(key, json.loads(raw_value), ttl=int(ttl) or None)
+                st.toast(f"Saved {key}")
+                st.rerun()
+            except ValueError as error:
+                st.error(f"Not saved: {error}")
+    delete_key = st.selectbox("Delete an entry", [""] + [e["key"] for e in entries], key="kv_delete_key")
+    if delete_key and st.button(f"Delete {delete_key}"):
+        kv.delete(delete_key)
+        st.rerun()
+
+with admin_tab:
+    st.caption("Reach another agent's memory by its id, slug or name. Another tenant's agents answer "
+               "exactly like missing ones: existence never leaks across tenants.")
+    columns = st.columns(3)
+    agent_ref = columns[0].text_input("Agent (id, slug or name)", value=agents[0]["agent_id"] if agents else "",
+                                      key="admin_agent")
+    action = columns[1].selectbox("Action", ["list", "get", "search", "append", "summarize"], key="admin_action")
+    key = columns[2].text_input("Memory key", key="admin_key", disabled=action == "list")
+    text = st.text_input("Message (append) or query (search)", key="admin_text",
+                         disabled=action not in ("append", "search"))
+    if st.button("Run", key="admin_run"):
+        try:
+            if action == "list":
+                result = admin.list(agent_ref)
+            elif action == "get":
+                result = admin.get(agent_ref, key)
+            elif action == "search":
+                result = admin.search(agent_ref, key, text)
+            elif action == "append":
+                result = admin.append(agent_ref, key, {"role": "user", "content": text})
+            else:
+                from memorylab.llm import make_summarizer
+
+                result = admin.summarize(agent_ref, key, summarizer=make_summarizer(
+                    st.session_state["model"], **completion_settings()))
+            st.json(result, expanded=2)
+        except (MemoryLabError, ValueError) as error:
+            st.error(f"{type(error).__name__}: {error}")
+
+with identity_tab:
+    st.caption("identify(value) picks the memory key from who is talking: email, phone (E.164 or formatted), "
+               "uuid and url are recognized; anything else is an id.")
+    value = st.text_input("Who is talking", value="+55 (11) 99999-9999", key="identify_value")
+    if value.strip():
+        try:
+            with identify(value) as identity:
+                st.code(identity.key, language=None)
+        except MemoryLabError as error:
+            st.error(str(error))
