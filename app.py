@@ -10,6 +10,7 @@ PAGES = [
     st.Page("pages/compaction_lab.py", title="Compaction lab", icon="🗜️"),
     st.Page("pages/search.py", title="Search", icon="🔎"),
     st.Page("pages/memory.py", title="Sessions and memory", icon="🗃️"),
+    st.Page("pages/long_term.py", title="Long-term memory", icon="🧠"),
 ]
 
 st.navigation(PAGES).run()

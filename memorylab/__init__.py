@@ -18,13 +18,16 @@ from .errors import (
     NothingToSummarizeError,
     NotFoundError,
     ReadOnlyBlockError,
+    StoreBusyError,
 )
+from .frames import to_dataframe
 from .identity import identify
 from .io import export_session, import_session, parse_export, read_export, write_export
 from .kv import KVStore
 from .llm import (DEFAULT_LOCAL_MODEL, ModelError, complete, complete_text, count_tokens, make_summarizer,
                   usable_models, usage_and_cost)
 from .messages import from_openai, message_text, normalize_message, to_openai
+from .longterm import LongTermMemory
 from .manager import Memory
 from .overlays import apply_overlays
 from .samples import load_samples
@@ -35,6 +38,7 @@ from .truncation import enforce_row_size_limit, truncate_older_messages
 from .window import ContextWindow
 
 __all__ = [
+    "LongTermMemory", "to_dataframe",
     "AmbiguousAgentError", "KVStore", "Memory", "MemoryAdmin", "NothingToSummarizeError", "identify",
     "register_agent", "status_tools",
     "ChatRunner", "DEFAULT_LOCAL_MODEL", "ModelError", "complete", "complete_text", "count_tokens", "make_summarizer",
@@ -44,7 +48,7 @@ __all__ = [
     "BlockBudgetError", "FileProvider", "ReadOnlyBlockError", "SkillDirectoryProvider", "SqliteSearchProvider",
     "StaticProvider", "Tool", "render_system_prompt",
     "ConflictError", "ImportFormatError", "InvalidInputError", "InvalidMessageError", "MemoryLabError",
-    "NotFoundError", "Session", "Store", "apply_overlays", "estimate_message_tokens",
+    "NotFoundError", "Session", "Store", "StoreBusyError", "apply_overlays", "estimate_message_tokens",
     "estimate_string_tokens", "export_session", "from_openai", "import_session", "load_samples",
     "message_text", "normalize_message", "parse_export", "read_export", "to_openai", "write_export",
 ]

@@ -13,6 +13,7 @@ import uuid
 
 from .errors import InvalidInputError, NotFoundError
 from .llm import DEFAULT_LOCAL_MODEL, ModelError, check_request, complete, redact_secrets, usage_and_cost
+from .longterm import render_memory_block
 from .messages import message_text, to_openai, utc_now_iso
 from .tokens import compact_json
 from .truncation import truncate_older_messages
@@ -57,7 +58,7 @@ class ChatRunner:
         self.max_tool_rounds = max_tool_rounds
         self.history_window = history_window
         self.completion_kwargs = completion_kwargs
-        self.last_request = None  # {"model", "messages", "tools"}: exactly what the latest model call sent
+        self.last_request = None  # {"model", "messages", "tools", "memories"}: what the latest model call sent
         self.last_message = None  # the assistant message the latest turn stored
 
     # -- turns -------------------------------------------------------------------------------
@@ -139,7 +140,8 @@ class ChatRunner:
             request = self.build_request(user["id"])
             messages, turn.memories = request["messages"], len(request["memories"])
             while True:
-                self.last_request = {"model": self.model, "messages": list(messages), "tools": request["tools"]}
+                self.last_request = {"model": self.model, "messages": list(messages), "tools": request["tools"],
+                                     "memories": request["memories"]}
                 response = yield from self._call(messages, request["tools"], stream, turn, started)
                 calls = turn.add_reply(response)
                 if not calls:
@@ -272,8 +274,7 @@ def build_request(session, leaf_id=None, *, history_window=None, memories=()):
     if system_prompt:
         messages.append({"role": "system", "content": system_prompt})
     if memories:
-        messages.append({"role": "system", "content": "Long-term memories that may be relevant:\n"
-                         + "\n".join(f"- {_memory_line(m)}" for m in memories)})
+        messages.append({"role": "system", "content": render_memory_block(memories)})
     messages.extend(to_openai(truncate_older_messages(history)))
     return {"messages": messages, "tools": session.openai_tools()}
 
@@ -296,12 +297,6 @@ def _recent(history, count):
     while recent and recent[0]["role"] == "tool":
         recent = recent[1:]
     return recent
-
-
-def _memory_line(memory):
-    if isinstance(memory, dict):
-        return memory.get("summary") or compact_json(memory)
-    return str(memory)
 
 
 def _ms_since(started):

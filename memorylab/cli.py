@@ -6,6 +6,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
+from .check import check_database
 from .errors import MemoryLabError
 from .io import export_session, import_session, read_export, write_export
 from .samples import load_samples
@@ -54,6 +55,11 @@ def build_parser():
     stats.add_argument("--tenant", help="only this tenant")
     stats.add_argument("--agent", help="only this agent")
     stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    check = command("check", help="check a database: SQLite integrity, search indexes, orphaned rows, "
+                                  "parent loops, overlays; exits 1 when anything is wrong")
+    check.add_argument("db", nargs="?", default=argparse.SUPPRESS, metavar="DB",
+                       help="the database file (default: --db)")
     return parser
 
 
@@ -92,19 +98,24 @@ def _stats(store, args):
     print(f"{len(rows)} session(s), {sum(r['message_count'] for r in rows)} messages")
 
 
-COMMANDS = {"demo": _demo, "import": _import, "export": _export, "stats": _stats}
+def _check(store, args):
+    report = check_database(store)
+    print(report)
+    return 0 if report.ok else 1
+
+
+COMMANDS = {"demo": _demo, "import": _import, "export": _export, "stats": _stats, "check": _check}
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    if args.command in ("export", "stats") and not Path(args.db).exists():
+    if args.command in ("export", "stats", "check") and not Path(args.db).exists():
         print(f"memorylab: error: no database at {args.db} (create one with: memorylab --db {args.db} demo)",
               file=sys.stderr)
         return 1
     try:
         with Store(args.db) as store:
-            COMMANDS[args.command](store, args)
+            return COMMANDS[args.command](store, args) or 0
     except (MemoryLabError, OSError, sqlite3.DatabaseError) as error:
         print(f"memorylab: error: {error}", file=sys.stderr)
         return 1
-    return 0

@@ -95,6 +95,12 @@ class CompactionPlan:
                 plain[field.name] = value
         return plain
 
+    def _repr_html_(self):
+        """Jupyter's view of the plan: head, middle and tail as a table, the prompt folded away."""
+        from .notebook import plan_html
+
+        return plan_html(self)
+
 
 def plan_compaction(messages, *, protect_head=3, tail_token_budget=20000, min_tail_messages=2,
                     token_counter=None, prompt_template=None):

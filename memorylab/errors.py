@@ -39,3 +39,7 @@ class NothingToSummarizeError(MemoryLabError):
 
 class AmbiguousAgentError(InvalidInputError):
     """An agent was named by a name that several agents of the tenant share; use its id or slug."""
+
+
+class StoreBusyError(MemoryLabError):
+    """The database file stayed locked by another writer for longer than the store's timeout."""

@@ -8,10 +8,12 @@ gets an ImportFormatError that says what is wrong, and the store is left as it w
 import json
 from pathlib import Path
 
+from .context.blocks import check_label
 from .errors import ImportFormatError, MemoryLabError
-from .messages import check_identifier, normalize_message
+from .messages import check_identifier, normalize_message, to_utc_iso
 from .session import Session
 from .tokens import estimate_message_tokens
+from .truncation import enforce_row_size_limit
 
 EXPORT_FORMAT = "memorylab.session"
 EXPORT_VERSION = 1
@@ -64,6 +66,8 @@ def parse_export(text):
         return json.loads(text)
     except (ValueError, UnicodeDecodeError) as error:
         raise ImportFormatError(f"not valid JSON: {error}") from None
+    except RecursionError:
+        raise ImportFormatError("not a session export: its JSON is nested too deeply to read") from None
 
 
 def import_session(store, data, *, session_id=None, tenant_id=None, agent_id=None, replace=False):
@@ -89,6 +93,15 @@ def import_session(store, data, *, session_id=None, tenant_id=None, agent_id=Non
     return Session.open(store, session_id, tenant_id=tenant_id, agent_id=agent_id)
 
 
+def _is_timestamp(value):
+    """Stored session dates are compared by SQLite's date functions, which read ISO-8601 only."""
+    try:
+        to_utc_iso(value)
+    except MemoryLabError:
+        return False
+    return True
+
+
 def _require(condition, message):
     if not condition:
         raise ImportFormatError(message)
@@ -106,8 +119,10 @@ def validate_export(data):
     _require(isinstance(header, dict), "'session' must be an object with at least an 'id'")
     metadata = header.get("metadata") or {}
     _require(isinstance(metadata, dict), "session 'metadata' must be an object")
+    for field in ("created_at", "updated_at"):
+        _require(header.get(field) is None or _is_timestamp(header[field]),
+                 f"session {field!r} must be an ISO-8601 timestamp, got {header.get(field)!r:.80}")
     created_at = header.get("created_at")
-    _require(created_at is None or isinstance(created_at, str), "session 'created_at' must be a string")
     cached_prompt = header.get("cached_prompt")
     _require(cached_prompt is None or isinstance(cached_prompt, str), "session 'cached_prompt' must be a string")
     messages = _validate_messages(data.get("messages", []))
@@ -134,7 +149,7 @@ def _validate_messages(raw_messages):
     for i, raw in enumerate(raw_messages):
         _require(isinstance(raw, dict), f"messages[{i}] must be an object")
         try:
-            message = normalize_message(raw)
+            message = enforce_row_size_limit(normalize_message(raw))
         except MemoryLabError as error:
             raise ImportFormatError(f"messages[{i}]: {error}") from None
         _require(raw.get("id") is not None, f"messages[{i}] has no 'id'")
@@ -165,8 +180,8 @@ def _validate_compactions(raw_compactions, parents):
         where = f"compactions[{i}]"
         _require(isinstance(raw, dict), f"{where} must be an object")
         overlay_id = raw.get("id", i + 1)
-        _require(isinstance(overlay_id, int) and not isinstance(overlay_id, bool) and overlay_id > 0,
-                 f"{where}: 'id' must be a positive integer")
+        _require(isinstance(overlay_id, int) and not isinstance(overlay_id, bool) and 0 < overlay_id < 2**63,
+                 f"{where}: 'id' must be a positive 64-bit integer")
         _require(overlay_id not in seen, f"{where}: duplicate overlay id {overlay_id}")
         seen.add(overlay_id)
         _require(isinstance(raw.get("summary"), str), f"{where}: 'summary' must be a string")
@@ -190,5 +205,9 @@ def _validate_blocks(raw_blocks):
                  and isinstance(block.get("content"), str),
                  f"context_blocks[{i}] must be an object with string 'label' and 'content'")
         _require(block["label"] not in labels, f"context_blocks[{i}]: duplicate label {block['label']!r}")
+        try:
+            check_label(block["label"])
+        except MemoryLabError as error:
+            raise ImportFormatError(f"context_blocks[{i}]: {error}") from None
         labels.add(block["label"])
     return raw_blocks

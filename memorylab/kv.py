@@ -7,6 +7,7 @@ so a refused value leaves the store as it was.
 """
 import json
 import math
+import re
 import time
 from datetime import datetime, timezone
 
@@ -18,6 +19,7 @@ MAX_VALUE_BYTES = 256 * 1024
 MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
 MAX_PATTERN_LENGTH = 1024
 MAX_PAGE_SIZE = 1000
+_CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def check_key(key):
@@ -26,7 +28,7 @@ def check_key(key):
         raise InvalidInputError(f"a KV key must be a non-empty string, got {key!r}")
     if len(key) > MAX_KEY_LENGTH:
         raise InvalidInputError(f"a KV key is at most {MAX_KEY_LENGTH} characters; this one has {len(key)}")
-    if any(ord(c) < 32 or ord(c) == 127 for c in key) or not _encodable(key):
+    if _CONTROL_CHARACTERS.search(key) or not _encodable(key):
         raise InvalidInputError(f"KV key {key[:80]!r} contains control characters or unpaired surrogates")
     return key
 
@@ -63,16 +65,37 @@ def _check_json_value(value, where):
         )
 
 
+# One encoder for every value: json.dumps with options builds a new JSONEncoder on each call.
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+def _exact_json(value):
+    """The JSON text of ``value`` when decoding it gives back an equal value.
+
+    One encode and one decode, both in C; only a value that fails (a tuple, a non-string key, NaN,
+    another type) is walked in Python, to name what is wrong. Walking every value first cost more
+    than the encode and the decode together.
+    """
+    try:
+        text = _dumps(value)
+        if json.loads(text) == value:
+            return text
+    except (TypeError, ValueError):
+        pass
+    _check_json_value(value, "value")
+    return _dumps(value)
+
+
 def encode_value(value):
     """The compact JSON text of a value, or InvalidInputError saying why it cannot be stored exactly."""
     try:
-        _check_json_value(value, "value")
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = _exact_json(value)
     except RecursionError:
         raise InvalidInputError("value is nested too deeply to store as JSON") from None
-    if not _encodable(text):
-        raise InvalidInputError("value contains unpaired surrogates and cannot be stored as UTF-8")
-    size = len(text.encode("utf-8"))
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidInputError("value contains unpaired surrogates and cannot be stored as UTF-8") from None
     if size > MAX_VALUE_BYTES:
         raise InvalidInputError(
             f"value is {size:,} bytes as JSON; a KV value is at most {MAX_VALUE_BYTES:,} bytes (256 KB)"

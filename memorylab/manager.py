@@ -77,7 +77,7 @@ def check_status(status):
     if status is None or status == IN_PROGRESS:
         return None
     if (not isinstance(status, str) or not status.strip() or status != status.strip()
-            or len(status) > MAX_STATUS_LENGTH or any(ord(c) < 32 or ord(c) == 127 for c in status)):
+            or len(status) > MAX_STATUS_LENGTH or not status.isprintable()):
         raise InvalidInputError(
             f"status must be a short label such as 'qualified' or 'closed' (1 to {MAX_STATUS_LENGTH} characters, "
             f"no surrounding spaces), or None for in progress; got {status!r}"

@@ -62,6 +62,8 @@ def check_identifier(value, what, error=InvalidInputError):
         raise error(f"{what} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}")
     if any(ord(c) < 32 or ord(c) == 127 for c in value):
         raise error(f"{what} {value!r} contains control characters")
+    if not value.isascii() and any("\ud800" <= c <= "\udfff" for c in value):
+        raise error(f"{what} {value!r} contains an unpaired surrogate and cannot be stored as UTF-8")
     return value
 
 

@@ -12,6 +12,8 @@ SKILLS_DIR = SAMPLE_DIR / "skills"
 KNOWLEDGE_PATH = SAMPLE_DIR / "knowledge.json"
 FACTS_PATH = SAMPLE_DIR / "facts.json"
 MEMORIES_PATH = SAMPLE_DIR / "memories.json"
+LONGTERM_PATH = SAMPLE_DIR / "longterm.json"
+LONGTERM_WORKSPACE = "lab"
 
 
 def sample_files(directory=SAMPLE_DIR / "sessions"):
@@ -53,6 +55,24 @@ def load_memories(store, *, tenant_id="default", path=MEMORIES_PATH):
     return added
 
 
+def load_longterm(store, *, path=LONGTERM_PATH):
+    """The long-term memory samples (global and per-session records); skipped when the workspace
+    already holds records. Returns how many were added."""
+    from .longterm import LongTermMemory
+
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    long_term = LongTermMemory(store, workspace=data["workspace"])
+    if long_term.records():
+        return 0
+    for record in data["records"]:
+        provenance = {"session_id": record["session_id"], "message_ids": record["message_ids"]} \
+            if record.get("message_ids") else None
+        long_term.add_record(record["summary"], scope=record["scope"], session_id=record.get("session_id"),
+                             body=record.get("body"), tags=record.get("tags", ()),
+                             importance=record.get("importance"), provenance=provenance)
+    return len(data["records"])
+
+
 def sample_memory_keys(path=MEMORIES_PATH):
     """The memory keys the memory-manager samples create."""
     return [m["key"] for m in json.loads(Path(path).read_text(encoding="utf-8"))["memories"]]
@@ -80,6 +100,7 @@ def load_samples(store, *, replace=False, directory=SAMPLE_DIR / "sessions"):
             continue
     load_knowledge(store)
     load_memories(store)
+    load_longterm(store)
     return loaded
 
 

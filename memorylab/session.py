@@ -61,6 +61,12 @@ class Session:
     def __repr__(self):
         return f"<Session {self.session_id!r} agent={self.agent_id!r} tenant={self.tenant_id!r}>"
 
+    def _repr_html_(self):
+        """Jupyter's view of the session: counts, tokens and context blocks, all escaped."""
+        from .notebook import session_html
+
+        return session_html(self)
+
     @property
     def pk(self):
         """The store's key for this session (created on first use)."""
@@ -227,10 +233,18 @@ class Session:
                 part.update(type=f"tool-{name}", toolName=name)
 
     def update_message(self, message):
-        """Replace the content (role, parts, metadata) of a stored message, keeping its place in the tree."""
+        """Replace the content (role, parts, metadata) of a stored message, keeping its place in the tree.
+
+        A different ``parent_id`` is refused: a message never moves, so no update can make the tree loop.
+        """
         original = self.get_message(message.get("id")) if isinstance(message, dict) else None
         if original is None:
             raise NotFoundError(f"cannot update: no message {message.get('id') if isinstance(message, dict) else message!r}")
+        if message.get("parent_id", original["parent_id"]) != original["parent_id"]:
+            raise InvalidMessageError(
+                f"update_message cannot move {original['id']!r} from under {original['parent_id']!r} to under "
+                f"{message['parent_id']!r}; append a new message there instead (a branch)"
+            )
         message = normalize_message({"created_at": original["created_at"], **message})
         message = enforce_row_size_limit(message, self.row_size_limit)
         message["tokens"] = estimate_message_tokens([message])

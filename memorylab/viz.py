@@ -125,3 +125,34 @@ def budget_figure(blocks, *, height=None):
                          margin={"l": 10, "r": 10, "t": 10, "b": 10}, yaxis={"autorange": "reversed"},
                          legend={"orientation": "h"}, plot_bgcolor="white")
     return figure
+
+
+PLAN_COLORS = {"head": "#64748b", "summarized": "#f97316", "summary": "#a855f7", "tail": "#22c55e"}
+
+
+def compaction_figure(plan, *, height=220):
+    """The branch's tokens before and after a ``CompactionPlan``: head and tail stay, the middle
+    (drawn on the "before" bar) gives way to a summary of the target size (on the "after" bar)."""
+    segments = (
+        ("head", f"head kept ({len(plan.head)} msgs)", {"before": plan.head_tokens, "after": plan.head_tokens}),
+        ("summarized", f"summarized ({len(plan.middle)} msgs, {plan.from_id} … {plan.to_id})",
+         {"before": plan.middle_tokens}),
+        ("summary", "summary (target size)", {"after": plan.target_summary_tokens}),
+        ("tail", f"tail kept ({len(plan.tail)} msgs)", {"before": plan.tail_tokens, "after": plan.tail_tokens}),
+    )
+    figure = go.Figure([
+        go.Bar(y=list(values), x=list(values.values()), orientation="h", name=html.escape(name),
+               marker={"color": PLAN_COLORS[key], "line": {"color": "white", "width": 1}},
+               hovertemplate=f"{html.escape(name)}: %{{x:,}} tokens<extra></extra>")
+        for key, name, values in segments
+    ])
+    saved = plan.tokens_before - plan.tokens_after
+    figure.update_layout(
+        barmode="stack", height=height, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        title={"text": f"{plan.tokens_before:,} → {plan.tokens_after:,} estimated tokens (saves {saved:,})",
+               "font": {"size": 14}},
+        yaxis={"categoryorder": "array", "categoryarray": ["after", "before"]},
+        xaxis={"title": "estimated tokens"}, legend={"orientation": "h", "y": -0.4, "traceorder": "normal"},
+        plot_bgcolor="white",
+    )
+    return figure

@@ -11,16 +11,27 @@ if session is None:
     st.stop()
 
 from memorylab.chat import ChatRunner, chat_errors  # noqa: E402  (after the page shows: it loads the model layer)
+from memorylab.longterm import LongTermMemory  # noqa: E402
+from memorylab.samples import LONGTERM_WORKSPACE  # noqa: E402
 
 model = st.session_state["model"]
 leaf_id = active_leaf(session)
+chat_column, side_column = st.columns([3, 2], gap="large")
+with side_column:
+    st.subheader("What the model sees")
+    use_long_term = st.toggle(f"Long-term memory (workspace `{LONGTERM_WORKSPACE}`)", value=True, key="chat_ltm",
+                              help="Recall records before each turn; store what the model extracts after it.")
+    model_steps = st.toggle("Extract, plan and rerank with the model", value=False, key="chat_ltm_model",
+                            disabled=not use_long_term,
+                            help="Off: recall by keywords only and extract nothing (fast, deterministic). "
+                                 "The embedded model is too weak for these steps.")
 try:
-    runner = ChatRunner(session, model=model, **completion_settings())
+    long_term = LongTermMemory(store, workspace=LONGTERM_WORKSPACE, model=model if model_steps else None,
+                               settings={"model_kwargs": completion_settings()}) if use_long_term else None
+    runner = ChatRunner(session, model=model, long_term=long_term, **completion_settings())
 except MemoryLabError as error:
     st.error(f"Cannot chat with these settings: {error}")
     st.stop()
-
-chat_column, side_column = st.columns([3, 2], gap="large")
 
 
 def render_parts(message):
@@ -68,6 +79,7 @@ def run_turn(make_stream):
             return
     if runner.last_message is not None:
         select_leaf(runner.last_message["id"])
+    st.session_state["last_request"] = {"session": session.session_id, "request": runner.last_request}
     st.rerun()
 
 
@@ -114,7 +126,6 @@ with chat_column:
         run_turn(lambda: runner.stream(prompt, leaf_id=leaf_id))
 
 with side_column:
-    st.subheader("What the model sees")
     frozen = session.freeze_system_prompt()
     with st.expander(f"Frozen system prompt ({len(frozen):,} characters)"):
         st.code(frozen or "(no context blocks)", language=None, wrap_lines=True)
@@ -132,9 +143,15 @@ with side_column:
             counted = count_tokens(request["messages"], model, tools=request["tools"])
         st.metric(f"Counted ({counted['source']})", f"{counted['tokens']:,}",
                   delta=f"{estimate - counted['tokens']:+,} estimate drift", delta_color="off", help=counted["note"])
+    sent = st.session_state.get("last_request") or {}
+    request = sent.get("request") if sent.get("session") == session.session_id else None
+    request = request or runner.build_request(leaf_id)
+    if request.get("memories"):
+        with st.expander(f"Long-term memories injected ({len(request['memories'])})"):
+            for memory in request["memories"]:
+                st.caption(f"[{memory['scope']}] {memory['summary']}")
     with st.expander("View the exact request"):
-        request = runner.last_request or runner.build_request(leaf_id)
-        st.caption("The last request sent in this run of the page" if runner.last_request
+        st.caption("The last request sent on this session" if sent.get("session") == session.session_id
                    else "What the next turn would send (nothing sent yet)")
         st.json({"model": request["model"], "messages": request["messages"], "tools": request["tools"]},
                 expanded=False)

@@ -4,9 +4,10 @@ import streamlit as st
 from memorylab import MemoryLabError, plan_compaction, truncate_older_messages
 from memorylab.compaction import DEFAULT_SUMMARY_TEMPLATE
 from memorylab.facts import fact_survival
-from memorylab.messages import message_text
+from memorylab.frames import to_dataframe
 from memorylab.samples import sample_facts
 from memorylab.truncation import stored_bytes
+from memorylab.viz import compaction_figure
 from pages.common import active_leaf, completion_settings, session_page
 
 store, session = session_page(
@@ -77,11 +78,8 @@ with preview_tab:
                           delta=f"{plan.tokens_after - plan.tokens_before:,}", delta_color="inverse")
         metrics[2].metric("Messages summarized", len(plan.middle))
         metrics[3].metric("Summary target", f"{plan.target_summary_tokens:,} tok")
-        fate = {m["id"]: "head (kept)" for m in plan.head} | {m["id"]: "summarized" for m in plan.middle} \
-            | {m["id"]: "tail (kept)" for m in plan.tail}
-        st.dataframe(pd.DataFrame({"id": m["id"], "role": m["role"], "fate": fate[m["id"]], "tokens": m["tokens"],
-                                   "text": message_text(m)[:160]} for m in history),
-                     hide_index=True, width="stretch", height=260)
+        st.plotly_chart(compaction_figure(plan), width="stretch", config={"displaylogo": False})
+        st.dataframe(to_dataframe(plan), hide_index=True, width="stretch", height=260)
         if plan.previous_summary:
             st.info("An earlier summary lies in this span: the model is asked to update it, not start over.")
         with st.expander("The exact prompt"):

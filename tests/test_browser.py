@@ -23,6 +23,7 @@ PAGES = {
     "compaction_lab": "Summary prompt template",
     "search": "Type words to search",
     "memory": "Cross-agent admin",
+    "long_term": "Retrieval run",
 }
 
 

@@ -90,6 +90,10 @@ def test_chat_turn_with_a_mocked_model_is_stored_and_shown(lab_db):
     assert not app.exception, [e.message for e in app.exception]
     texts = [m.value for m in app.markdown]
     assert "Where is my refund?" in texts and "Your refund of €49.90 is on its way." in texts
+    sent = app.session_state["last_request"]["request"]
+    assert sent["messages"][-1] == {"role": "user", "content": "Where is my refund?"}
+    assert any("A-4471" in m["summary"] for m in sent["memories"])  # long-term recall ran before the turn
+    assert any(e.label.startswith("Long-term memories injected") for e in app.expander)
     store, session = open_lab_session(lab_db, app.session_state["session_ref"])
     with store:
         latest = session.get_latest_leaf()
@@ -221,3 +225,28 @@ def test_admin_hides_other_tenants_like_missing_agents(lab_db):
     app.button(key="admin_run").click().run()
     assert missing == ["NotFoundError: no agent 'secret-agent': pass the id, slug or name of an agent of this tenant"]
     assert [e.value for e in app.error] == [missing[0].replace("secret-agent", "no-such-agent")]
+
+
+def test_long_term_page_lists_records_and_runs_a_retrieval(lab_db):
+    app = run_page("long_term.py")
+    table = app.dataframe[0].value
+    assert {"GLOBAL_MEMORY", "SESSION_MEMORY"} == set(table["scope"])
+    app.selectbox(key="ltm_scope").select("SESSION_MEMORY").run()
+    app.selectbox(key="ltm_session").select("support-order-4471").run()
+    assert set(app.dataframe[0].value["session"]) == {"support-order-4471"}
+    app.selectbox(key="ltm_target").select("support-order-4471").run()
+    [b for b in app.button if b.label == "Run prepare_request"][0].click().run()
+    assert not app.exception
+    injected = [c.value for c in app.code if "Long-term memories" in c.value]
+    assert injected and "A-4471" in injected[0]
+    codes = set(app.dataframe[-1].value["code"])
+    assert "memory_rerank_skipped" in codes
+
+
+def test_long_term_session_memories_never_leak_into_another_session(lab_db):
+    app = run_page("long_term.py")
+    app.selectbox(key="ltm_target").select("trip-planning-branches").run()
+    app.text_area(key="ltm_prompt").set_value("refund A-4471 Visa").run()
+    [b for b in app.button if b.label == "Run prepare_request"][0].click().run()
+    injected = " ".join(c.value for c in app.code)
+    assert "Visa ending 4412" not in injected

@@ -35,7 +35,7 @@ class StoredPromptProvider:
 
 
 def check_label(label):
-    if not isinstance(label, str) or not _LABEL.match(label):
+    if not isinstance(label, str) or not _LABEL.fullmatch(label):
         raise InvalidInputError(
             f"block label {label!r} must start with a letter and hold only letters, digits, '_' or '-' "
             "(at most 64 characters)"

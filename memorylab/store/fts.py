@@ -10,7 +10,7 @@ import re
 
 _CHUNK = re.compile(r'"([^"]*)"|(\S+)')
 _WORD = re.compile(r"[^\W_]", re.UNICODE)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 
 
 def fts_query(text):

@@ -187,13 +187,73 @@ def _create_memory_manager(conn):
     )
 
 
+def _memory_search_values(row):
+    """The FTS5 values of a memory record (``row`` is ``new`` or ``old`` in a trigger): the summary,
+    the scalar values of the body (its keys are the same in every record, so they would match every
+    query) and the tags, as plain text."""
+    return (
+        f"{row}.pk, {row}.summary,"
+        f" COALESCE((SELECT group_concat(atom, ' ') FROM json_tree({row}.body) WHERE atom IS NOT NULL), ''),"
+        f" COALESCE((SELECT group_concat(value, ' ') FROM json_each({row}.tags)), '')"
+    )
+
+
+def _create_long_term_memory(conn):
+    """Long-term memory records (seed 002's workspace collection "memory") and their keyword index.
+
+    ``kind`` and ``scope`` name the same thing in the seed's two vocabularies; the CHECK keeps them
+    and ``session_id`` in step, so a session memory can never lose the session that owns it. The
+    index is contentless: it holds the words of the flattened body and tags, which exist in no
+    column, so the triggers recompute them for the FTS5 'delete' command.
+    """
+    conn.execute(
+        """CREATE TABLE memory_records (
+            pk INTEGER PRIMARY KEY,
+            workspace TEXT NOT NULL,
+            collection TEXT NOT NULL DEFAULT 'memory',
+            kind TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            session_id TEXT,
+            summary TEXT NOT NULL,
+            body TEXT NOT NULL DEFAULT '{}',
+            tags TEXT NOT NULL DEFAULT '[]',
+            importance REAL NOT NULL,
+            provenance TEXT NOT NULL DEFAULT '{}',
+            vector_index TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            CHECK ((kind = 'global_memory' AND scope = 'GLOBAL_MEMORY' AND session_id IS NULL)
+                OR (kind = 'session_memory' AND scope = 'SESSION_MEMORY' AND session_id IS NOT NULL))
+        )"""
+    )
+    conn.execute("CREATE INDEX memory_records_scope ON memory_records (workspace, scope, session_id)")
+    conn.execute(
+        "CREATE VIRTUAL TABLE memory_records_fts USING fts5(summary, body, tags, content='',"
+        " tokenize='unicode61 remove_diacritics 2')"
+    )
+    insert = f"INSERT INTO memory_records_fts (rowid, summary, body, tags) VALUES ({_memory_search_values('new')});"
+    delete = (
+        "INSERT INTO memory_records_fts (memory_records_fts, rowid, summary, body, tags)"
+        f" VALUES ('delete', {_memory_search_values('old')});"
+    )
+    conn.execute(f"CREATE TRIGGER memory_records_fts_insert AFTER INSERT ON memory_records BEGIN {insert} END")
+    conn.execute(f"CREATE TRIGGER memory_records_fts_delete AFTER DELETE ON memory_records BEGIN {delete} END")
+    conn.execute(
+        "CREATE TRIGGER memory_records_fts_update AFTER UPDATE OF summary, body, tags ON memory_records"
+        f" BEGIN {delete} {insert} END"
+    )
+
+
 MIGRATIONS = (_create_core_tables, _create_message_search, _create_context_storage, _track_latest_message,
-              _create_memory_manager)
+              _create_memory_manager, _create_long_term_memory)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def migrate(conn):
     """Apply the migrations this file has not seen yet; returns the number applied."""
+    # An up-to-date file needs no write lock, so opening it never waits behind another process's write.
+    if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+        return 0
     conn.execute("BEGIN IMMEDIATE")
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]

@@ -12,10 +12,12 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import ConflictError, InvalidMessageError, NotFoundError
+from ..errors import ConflictError, InvalidInputError, InvalidMessageError, NotFoundError, StoreBusyError
 from ..messages import message_text, utc_now_iso
 from .context import ContextStorage
 from .fts import fts_query
+from .integrity import IntegrityStorage
+from .longterm import LongTermStorage
 from .manager import ManagerStorage
 from .schema import migrate
 
@@ -24,12 +26,13 @@ LATEST_LEAF = object()
 
 SNIPPET_MARKS = ("\u2983", "\u2984")
 """Brackets around matched words in search snippets (characters rare enough not to clash with text)."""
-_MESSAGE_COLUMNS = "seq, id, parent_id, role, parts, created_at, metadata, tokens"
+_MESSAGE_COLUMNS = "id, parent_id, role, parts, created_at, metadata, tokens"
 _MAX_DEPTH = 10_000_000
 
 
-def _dumps(value):
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+# One encoder for every write: json.dumps with options builds a new JSONEncoder on each call,
+# and an append encodes twice (parts and metadata).
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 # Stored JSON is always written compactly by _dumps, so the decoder's outer layers (whitespace
@@ -42,15 +45,26 @@ def _load_json(text):
 
 
 def _message_from_row(row):
+    """A message dict from a row of ``_MESSAGE_COLUMNS`` (unpacked by position: a name lookup on
+    sqlite3.Row scans the column names, which made up a quarter of reading a 10k-message path)."""
+    message_id, parent_id, role, parts, created_at, metadata, tokens = row
     return {
-        "id": row["id"],
-        "role": row["role"],
-        "parts": _load_json(row["parts"]),
-        "created_at": row["created_at"],
-        "metadata": _load_json(row["metadata"]),
-        "parent_id": row["parent_id"],
-        "tokens": row["tokens"],
+        "id": message_id,
+        "role": role,
+        "parts": _load_json(parts),
+        "created_at": created_at,
+        "metadata": _load_json(metadata),
+        "parent_id": parent_id,
+        "tokens": tokens,
     }
+
+
+def _unstorable(error):
+    """Python strings may hold half of a UTF-16 surrogate pair; SQLite's UTF-8 text cannot."""
+    return InvalidInputError(
+        f"text holding an unpaired surrogate ({error.object[error.start:error.end]!r} at position {error.start}) "
+        "cannot be stored or looked up in SQLite; nothing was written"
+    )
 
 
 def _compaction_from_row(row):
@@ -64,24 +78,38 @@ def _compaction_from_row(row):
     }
 
 
-class Store(ContextStorage, ManagerStorage):
+class Store(ContextStorage, ManagerStorage, LongTermStorage, IntegrityStorage):
     """A memorylab database: ``Store("lab.db")`` or ``Store(":memory:")``."""
 
     def __init__(self, path=":memory:", *, timeout=30.0):
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        self.timeout = timeout
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(
             self.path, timeout=timeout, check_same_thread=False, isolation_level=None
         )
         self._conn.row_factory = sqlite3.Row
-        self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        self._db = None
+        try:
+            self._set_up()
+        except sqlite3.OperationalError as error:
+            self._conn.close()
+            self._raise_if_locked(error)
+            raise
+
+    def _set_up(self):
+        """Connection settings and migrations; WAL mode and migrations need the write lock on a new file."""
+        self._conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
         self._conn.execute("PRAGMA foreign_keys = ON")
         if self.path != ":memory:":
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = NORMAL")
-        self._db = None
+            # Up to 64 MiB of pages (SQLite's default is 2 MiB): walking a 10k-message path hops
+            # between index and table pages spread over the file, and re-reading them was about a
+            # quarter of get_history. The cache only grows as pages are read.
+            self._conn.execute("PRAGMA cache_size = -65536")
         with self._lock:
             migrate(self._conn)
 
@@ -118,9 +146,12 @@ class Store(ContextStorage, ManagerStorage):
             if self._conn.in_transaction:
                 yield self._conn
                 return
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
+            except UnicodeEncodeError as error:
+                self._conn.execute("ROLLBACK")
+                raise _unstorable(error) from None
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
@@ -139,13 +170,33 @@ class Store(ContextStorage, ManagerStorage):
             finally:
                 self._conn.execute("COMMIT")
 
+    def _execute(self, sql, params=()):
+        """Run ``BEGIN IMMEDIATE`` or a read, where a lock that outlasted the busy timeout and an
+        unstorable string become clear errors."""
+        try:
+            return self._conn.execute(sql, params)
+        except sqlite3.OperationalError as error:
+            self._raise_if_locked(error)
+            raise
+        except UnicodeEncodeError as error:
+            raise _unstorable(error) from None
+
+    def _raise_if_locked(self, error):
+        """SQLite's busy handler has already retried for ``timeout`` seconds: say so, and what to do."""
+        if str(error).startswith("database is locked"):
+            raise StoreBusyError(
+                f"{self.path} stayed locked by another writer for {self.timeout:g} s (a long import or "
+                "compaction, or another process); nothing was changed. Retry when it has finished, or open "
+                "the Store with a larger timeout="
+            ) from None
+
     def _one(self, sql, params=()):
         with self._lock:
-            return self._conn.execute(sql, params).fetchone()
+            return self._execute(sql, params).fetchone()
 
     def _all(self, sql, params=()):
         with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+            return self._execute(sql, params).fetchall()
 
     # -- sessions ---------------------------------------------------------------------------
 

@@ -1,0 +1,170 @@
+"""``memorylab check``: is a database file sound, and can every message be read as it should?
+
+Each check asks the store a question whose answer is empty on a healthy file and words what it
+finds. An ``error`` means data is damaged, unreachable or wrongly indexed; a ``warning`` means
+something is inconsistent while every message still reads correctly (an overlay that can never
+apply, a stale pointer). Nothing is repaired; where the repair is simple, the finding names it.
+"""
+import sqlite3
+from dataclasses import dataclass
+
+ERROR, WARNING = "error", "warning"
+EXAMPLES = 5
+"""How many offending rows a finding names; the count covers them all."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: the check that found it, ``error`` or ``warning``, and what it is."""
+
+    check: str
+    severity: str
+    message: str
+
+
+def _session(row):
+    where = [f"agent {row['agent_id']!r}"] if row["agent_id"] != "default" else []
+    where += [f"tenant {row['tenant_id']!r}"] if row["tenant_id"] != "default" else []
+    return f"session {row['session_id']!r}" + (f" ({', '.join(where)})" if where else "")
+
+
+def _examples(rows, describe):
+    shown = "; ".join(describe(row) for row in rows[:EXAMPLES])
+    return shown + (f"; and {len(rows) - EXAMPLES} more" if len(rows) > EXAMPLES else "")
+
+
+def _message_examples(rows):
+    return _examples(rows, lambda r: f"{r['id']!r} in {_session(r)} (parent {r['parent_id']!r})")
+
+
+def _plural(count, noun):
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _integrity(store):
+    problems = store.integrity_errors()
+    if problems:
+        yield ERROR, (f"SQLite reports {_plural(len(problems), 'problem')}: {_examples(problems, str)}. REINDEX "
+                      "repairs a damaged index; otherwise restore a backup or salvage with `sqlite3 FILE .recover`")
+
+
+def _full_text(store):
+    for fts in store.fts_indexes():
+        index, content = fts["index"], fts["content"]
+        rebuild = f"rebuild it with INSERT INTO {index}({index}) VALUES('rebuild')"
+        if content is None:
+            complaint = store.fts_complaint(index, against_content=False)
+            if complaint:
+                yield ERROR, f"the search index {index} is damaged ({complaint})"
+            continue
+        missing, stale = store.fts_row_gaps(index, content, fts["rowid"])
+        if missing:
+            yield ERROR, (f"{_plural(missing, 'row')} of {content} cannot be found by search: {index} lacks them; "
+                          f"{rebuild}")
+        if stale:
+            yield ERROR, f"{index} holds {_plural(stale, 'entry')} for rows of {content} that are gone; {rebuild}"
+        complaint = None if missing or stale else store.fts_complaint(index, against_content=True)
+        if complaint:
+            yield ERROR, f"{index} does not match the text stored in {content} ({complaint}); {rebuild}"
+
+
+def _orphans(store):
+    for (table, parent), count in store.rows_of_missing_parents().items():
+        yield ERROR, f"{_plural(count, 'row')} of {table} belong to a row of {parent} that no longer exists"
+    rows = store.messages_with_missing_parent()
+    if rows:
+        yield ERROR, (f"{_plural(len(rows), 'message')} have a parent that is not in their session (the "
+                      "history of their branch starts there): " + _message_examples(rows))
+
+
+def _cycles(store):
+    rows = store.messages_off_every_root()
+    if rows:
+        yield ERROR, (f"{_plural(len(rows), 'message')} cannot be reached from any root: their parent links "
+                      "lead into a loop: " + _message_examples(rows))
+
+
+def _overlay_problem(row):
+    if not (row["from_exists"] or row["to_exists"]):
+        return "both of its ends are gone"
+    if not row["from_exists"]:
+        return f"its first message {row['from_id']!r} is gone"
+    if not row["to_exists"]:
+        return f"its last message {row['to_id']!r} is gone"
+    return f"{row['from_id']!r} is not on the path to {row['to_id']!r}"
+
+
+def _overlays(store):
+    rows = store.overlays_off_path()
+    if rows:
+        yield WARNING, (f"{_plural(len(rows), 'overlay')} can never apply (the messages stay readable; delete "
+                        "or redo the summary): "
+                        + _examples(rows, lambda r: f"overlay {r['id']} of {_session(r)}: {_overlay_problem(r)}"))
+
+
+def _latest_leaves(store):
+    for row in store.stale_latest_pointers():
+        if row["latest_message_id"] is not None and not row["latest_exists"]:
+            yield ERROR, (f"{_session(row)}: the next append would go under {row['latest_message_id']!r}, which "
+                          "is not a message; append with an explicit parent_id until this is repaired")
+        else:
+            yield WARNING, (f"{_session(row)}: the next append would go under {row['latest_message_id']!r}, "
+                            f"not under the newest message {row['newest_id']!r}")
+
+
+CHECKS = (
+    ("integrity", "SQLite's integrity check: pages, indexes and constraints", _integrity),
+    ("full-text", "every search index matches the rows it indexes", _full_text),
+    ("orphans", "every row belongs to a session, every parent exists", _orphans),
+    ("cycles", "every message is reached from a root", _cycles),
+    ("overlays", "every overlay's ends exist on one path", _overlays),
+    ("latest leaf", "each session appends under its newest message", _latest_leaves),
+)
+
+
+def check_database(store):
+    """Run every check on ``store``'s file and return the CheckReport.
+
+    A check that cannot even run on a damaged file becomes an error finding of its own.
+    """
+    findings = []
+    for name, _, check in CHECKS:
+        try:
+            findings.extend(Finding(name, severity, message) for severity, message in check(store))
+        except sqlite3.DatabaseError as error:
+            findings.append(Finding(name, ERROR, f"the check could not run on this damaged file ({error}); "
+                                                 "restore a backup or salvage with `sqlite3 FILE .recover`"))
+    try:
+        counts = store.database_size()
+    except sqlite3.DatabaseError:
+        counts = None
+    return CheckReport(store.path, counts, findings)
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """The findings of one ``check_database`` run; ``str(report)`` is what ``memorylab check`` prints."""
+
+    path: str
+    counts: dict | None
+    """``{"sessions", "messages", "overlays"}``, None when the file is too damaged to count them."""
+    findings: list
+
+    @property
+    def ok(self):
+        return not self.findings
+
+    def __str__(self):
+        counts = self.counts
+        heading = self.path if counts is None else (
+            f"{self.path}: {_plural(counts['sessions'], 'session')}, {_plural(counts['messages'], 'message')}, "
+            f"{_plural(counts['overlays'], 'overlay')}")
+        lines = [heading]
+        for name, description, _ in CHECKS:
+            found = [finding for finding in self.findings if finding.check == name]
+            lines.append(f"  {'FAIL' if found else 'ok  '}  {name}: {description}")
+            lines.extend(f"        {finding.severity}: {finding.message}" for finding in found)
+        errors = sum(finding.severity == ERROR for finding in self.findings)
+        lines.append(f"{_plural(errors, 'error')}, {_plural(len(self.findings) - errors, 'warning')}"
+                     if self.findings else "no problems found")
+        return "\n".join(lines)

@@ -1,0 +1,111 @@
+"""``to_dataframe``: the engine's results as pandas DataFrames, with one column layout per kind.
+
+Notebooks and the lab's pages show the same tables, so the columns are chosen once, here.
+pandas is imported inside the function: ``import memorylab`` stays fast and does not need it.
+"""
+from .compaction import CompactionPlan
+from .kv import MAX_PAGE_SIZE, KVStore
+from .longterm import LongTermMemory
+from .messages import is_tool_part, message_text
+from .overlays import is_summary_message
+from .store import Store
+
+MESSAGE_COLUMNS = ["id", "parent_id", "role", "text", "tools", "tokens", "is_summary", "created_at"]
+SESSION_COLUMNS = ["session_id", "title", "agent_id", "tenant_id", "message_count", "branch_count", "tokens",
+                   "created_at", "updated_at"]
+KV_COLUMNS = ["key", "value", "expires_at", "created_at", "updated_at"]
+PLAN_COLUMNS = ["id", "role", "fate", "tokens", "text"]
+RECORD_COLUMNS = ["id", "scope", "session_id", "summary", "body", "tags", "importance", "provenance", "created_at",
+                  "updated_at"]
+
+
+def _message_row(message):
+    tools = [p.get("toolName") or p["type"].removeprefix("tool-") for p in message["parts"] if is_tool_part(p)]
+    return {
+        "id": message["id"], "parent_id": message.get("parent_id"), "role": message["role"],
+        "text": message_text(message), "tools": ", ".join(dict.fromkeys(tools)), "tokens": message.get("tokens"),
+        "is_summary": is_summary_message(message), "created_at": message["created_at"],
+    }
+
+
+def _session_row(row):
+    return {**{c: row.get(c) for c in SESSION_COLUMNS}, "title": (row.get("metadata") or {}).get("title", "")}
+
+
+def _kv_entries(kv):
+    """Every live entry, page by page (``list_entries`` serves at most ``MAX_PAGE_SIZE`` at a time)."""
+    entries, offset = [], 0
+    while True:
+        page = kv.list_entries(limit=MAX_PAGE_SIZE, offset=offset)
+        entries += page
+        if len(page) < MAX_PAGE_SIZE:
+            return entries
+        offset += MAX_PAGE_SIZE
+
+
+def _plan_rows(plan):
+    """Each message of the planned branch with its fate: kept in the head or tail, or summarized."""
+    return [
+        {"id": m["id"], "role": m["role"], "fate": fate, "tokens": m.get("tokens"), "text": message_text(m)}
+        for fate, messages in (("head", plan.head), ("summarized", plan.middle), ("tail", plan.tail))
+        for m in messages
+    ]
+
+
+def _is_message(row):
+    return "parts" in row and "role" in row
+
+
+def _is_session_row(row):
+    return "session_id" in row and "message_count" in row
+
+
+def _is_memory_record(row):
+    return "scope" in row and "summary" in row and "provenance" in row
+
+
+def _rows_and_columns(obj):
+    """The rows to tabulate and their columns (None: the rows' own keys), chosen by what ``obj`` is."""
+    if isinstance(obj, Store):
+        return [_session_row(row) for row in obj.list_sessions()], SESSION_COLUMNS
+    if isinstance(obj, LongTermMemory):
+        return obj.records(), RECORD_COLUMNS
+    if isinstance(obj, KVStore):
+        return _kv_entries(obj), KV_COLUMNS
+    if isinstance(obj, CompactionPlan):
+        return _plan_rows(obj), PLAN_COLUMNS
+    if not isinstance(obj, (list, tuple)) or not all(isinstance(row, dict) for row in obj):
+        raise TypeError(
+            "to_dataframe takes a list of messages or dict rows, a Store, a KVStore, a CompactionPlan or a "
+            f"LongTermMemory, not {type(obj).__name__}"
+        )
+    if obj and all(_is_message(row) for row in obj):
+        return [_message_row(message) for message in obj], MESSAGE_COLUMNS
+    if obj and all(_is_session_row(row) for row in obj):
+        return [_session_row(row) for row in obj], SESSION_COLUMNS
+    if obj and all(_is_memory_record(row) for row in obj):
+        return list(obj), RECORD_COLUMNS
+    return list(obj), None
+
+
+def to_dataframe(obj):
+    """A DataFrame of ``obj``, one row per item:
+
+    - a list of messages (``get_history()``, ``get_all_messages()``): ``MESSAGE_COLUMNS``, text parts
+      joined and tool names listed;
+    - a ``Store`` or its ``list_sessions()`` rows: ``SESSION_COLUMNS``;
+    - a ``KVStore``: ``KV_COLUMNS``, every live entry with its value as stored;
+    - a ``CompactionPlan``: ``PLAN_COLUMNS``, each message with its fate (head, summarized, tail);
+    - a ``LongTermMemory`` or its ``records()``: ``RECORD_COLUMNS``, provenance included;
+    - any other list of dicts (search hits, fact survival, a request breakdown): their own keys.
+
+    Timestamp columns (``*_at``) become timezone-aware datetimes, so they sort and filter as times.
+    """
+    import pandas as pd
+
+    rows, columns = _rows_and_columns(obj)
+    frame = pd.DataFrame(rows, columns=columns)
+    for column in frame.columns:
+        if str(column).endswith("_at"):
+            frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
+    return frame

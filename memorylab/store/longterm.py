@@ -1,0 +1,171 @@
+"""SQL for long-term memory: scoped records in a workspace, their keyword search and provenance.
+
+A mixin of ``Store``; it relies on the store's ``transaction``, ``_one`` and ``_all``. Records
+arrive already normalized by ``memorylab.longterm``; this layer only stores, filters and ranks.
+Scope isolation lives in the WHERE clauses: a query names one scope and, for session memories,
+one session, so another session's records cannot reach a candidate list.
+"""
+import json
+import re
+
+from ..messages import utc_now_iso
+from .fts import fts_query
+
+MAX_QUERY_TERMS = 32
+"""Retrieval ORs the words of a prompt; past this many, the rarest words have already done the ranking."""
+
+_PHRASE = re.compile(r'"[^"]*"\*?')
+_RECORD_FIELDS = ("summary", "body", "tags", "importance", "scope", "kind", "session_id")
+
+
+def _dumps(value):
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _record_from_row(row):
+    return {
+        "id": row["pk"], "workspace": row["workspace"], "collection": row["collection"], "kind": row["kind"],
+        "scope": row["scope"], "session_id": row["session_id"], "summary": row["summary"],
+        "body": json.loads(row["body"]), "tags": json.loads(row["tags"]), "importance": row["importance"],
+        "provenance": json.loads(row["provenance"]), "vector_index": json.loads(row["vector_index"]),
+        "created_at": row["created_at"], "updated_at": row["updated_at"],
+    }
+
+
+def any_word_query(text):
+    """An FTS5 expression matching records that hold *any* word of ``text`` (None when it has none).
+
+    A prompt is a sentence, not a keyword list: the implicit AND of ``fts_query`` would demand every
+    word of it. Each of its safe phrases is ORed instead and BM25 ranks by how many, and how rare,
+    the matched words are. One-letter bare words go: as prefixes they would match nearly everything.
+    """
+    match = fts_query(text)
+    if match is None:
+        return None
+    phrases = [p for p in dict.fromkeys(_PHRASE.findall(match)) if not re.fullmatch(r'"\w"\*', p)]
+    return " OR ".join(phrases[:MAX_QUERY_TERMS]) or None
+
+
+def _scope_filter(scope, session_id):
+    """The WHERE part that confines a query to one scope (and, for session memories, one session)."""
+    if scope == "GLOBAL_MEMORY":
+        return "r.scope = 'GLOBAL_MEMORY'", []
+    return "r.scope = 'SESSION_MEMORY' AND r.session_id = ?", [session_id]
+
+
+class LongTermStorage:
+    def insert_memory_records(self, workspace, records):
+        """Store normalized records in one transaction; returns them as stored, with ids."""
+        now = utc_now_iso()
+        with self.transaction() as conn:
+            ids = [
+                conn.execute(
+                    "INSERT INTO memory_records (workspace, kind, scope, session_id, summary, body, tags, importance,"
+                    " provenance, vector_index, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (workspace, r["kind"], r["scope"], r["session_id"], r["summary"], _dumps(r["body"]),
+                     _dumps(r["tags"]), r["importance"], _dumps(r["provenance"]), _dumps(r["vector_index"]),
+                     now, now),
+                ).lastrowid
+                for r in records
+            ]
+        return [self.memory_record(workspace, pk) for pk in ids]
+
+    def memory_record(self, workspace, record_id):
+        row = self._one("SELECT * FROM memory_records WHERE workspace = ? AND pk = ?", (workspace, record_id))
+        return _record_from_row(row) if row else None
+
+    def memory_records(self, workspace, *, scope=None, session_id=None):
+        """Records of a workspace, newest change first; ``scope`` and ``session_id`` narrow the list."""
+        where, params = ["workspace = ?"], [workspace]
+        for column, value in (("scope", scope), ("session_id", session_id)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        rows = self._all(
+            f"SELECT * FROM memory_records WHERE {' AND '.join(where)} ORDER BY updated_at DESC, pk DESC", params
+        )
+        return [_record_from_row(r) for r in rows]
+
+    def update_memory_record(self, workspace, record_id, record):
+        """Overwrite the editable fields of a record; returns it as stored, or None when it is not there."""
+        values = [_dumps(record[f]) if f in ("body", "tags") else record[f] for f in _RECORD_FIELDS]
+        with self.transaction() as conn:
+            changed = conn.execute(
+                f"UPDATE memory_records SET {', '.join(f + ' = ?' for f in _RECORD_FIELDS)}, updated_at = ?"
+                " WHERE workspace = ? AND pk = ?",
+                (*values, utc_now_iso(), workspace, record_id),
+            ).rowcount
+        return self.memory_record(workspace, record_id) if changed else None
+
+    def delete_memory_record(self, workspace, record_id):
+        with self.transaction() as conn:
+            return conn.execute(
+                "DELETE FROM memory_records WHERE workspace = ? AND pk = ?", (workspace, record_id)
+            ).rowcount > 0
+
+    def find_memory_duplicate(self, workspace, scope, session_id, summary):
+        """The id of a record of the same scope (and session) with the same summary, ignoring ASCII case."""
+        scope_sql, params = _scope_filter(scope, session_id)
+        row = self._one(
+            f"SELECT pk FROM memory_records r WHERE r.workspace = ? AND {scope_sql}"
+            " AND r.summary = ? COLLATE NOCASE LIMIT 1",
+            (workspace, *params, summary),
+        )
+        return row["pk"] if row else None
+
+    def memory_candidates(self, workspace, scope, session_id, *, query=None, tags=(), limit=8):
+        """Records of one scope, best first: those holding any word of ``query`` (BM25, the summary
+        weighing most) when a query is given, those carrying any of ``tags`` when tags are given.
+        A query without a searchable word matches nothing, so the caller's fallback decides."""
+        scope_sql, scope_params = _scope_filter(scope, session_id)
+        where, params = [f"r.workspace = ? AND {scope_sql}"], [workspace, *scope_params]
+        source, order = "memory_records r", "r.importance DESC, r.updated_at DESC, r.pk DESC"
+        match = any_word_query(query) if query else None
+        if query and match is None:
+            return []
+        if match:
+            source = "memory_records_fts JOIN memory_records r ON r.pk = memory_records_fts.rowid"
+            where.insert(0, "memory_records_fts MATCH ?")
+            params.insert(0, match)
+            order = f"bm25(memory_records_fts, 3.0, 1.0, 2.0), {order}"
+        if tags:
+            where.append(f"EXISTS (SELECT 1 FROM json_each(r.tags) t WHERE t.value IN ({', '.join('?' * len(tags))}))")
+            params.extend(tags)
+        rows = self._all(
+            f"SELECT r.* FROM {source} WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?", (*params, int(limit))
+        )
+        return [_record_from_row(r) for r in rows]
+
+    def memory_tags(self, workspace, session_id, *, limit=50):
+        """The tags a session can retrieve by (global ones and its own), most used first."""
+        rows = self._all(
+            """SELECT t.value AS tag FROM memory_records r, json_each(r.tags) t
+            WHERE r.workspace = ? AND (r.scope = 'GLOBAL_MEMORY' OR r.session_id = ?)
+            GROUP BY t.value ORDER BY COUNT(*) DESC, t.value LIMIT ?""",
+            (workspace, session_id, int(limit)),
+        )
+        return [r["tag"] for r in rows]
+
+    def locate_turn(self, session_id, user_text, assistant_text):
+        """Where a chat turn is stored: the newest assistant message of a session called ``session_id``
+        with this text whose parent is a user message with that text.
+
+        Returns ``{"message_ids": [user, assistant], "turn_index", "tenant_id", "agent_id"}`` or None;
+        ``turn_index`` numbers the user message among its session's user messages (1-based, in the
+        order they were written). This is how a turn reported by text alone gets provenance that
+        leads back to its messages.
+        """
+        row = self._one(
+            """SELECT u.id AS user_id, a.id AS assistant_id, s.tenant_id, s.agent_id,
+                (SELECT COUNT(*) FROM messages p WHERE p.session_pk = u.session_pk AND p.role = 'user'
+                    AND p.seq <= u.seq) AS turn_index
+            FROM sessions s JOIN messages a ON a.session_pk = s.pk
+            JOIN messages u ON u.session_pk = a.session_pk AND u.id = a.parent_id
+            WHERE s.session_id = ? AND a.role = 'assistant' AND a.text = ? AND u.role = 'user' AND u.text = ?
+            ORDER BY a.seq DESC LIMIT 1""",
+            (session_id, assistant_text, user_text),
+        )
+        if row is None:
+            return None
+        return {"message_ids": [row["user_id"], row["assistant_id"]], "turn_index": row["turn_index"],
+                "tenant_id": row["tenant_id"], "agent_id": row["agent_id"]}

@@ -1,0 +1,124 @@
+import json
+
+import pandas as pd
+import streamlit as st
+
+from memorylab import MemoryLabError, Session
+from memorylab.longterm import LongTermMemory
+from memorylab.samples import LONGTERM_WORKSPACE
+from pages.common import completion_settings, escape_markdown, open_in_tree, setup_page
+
+store, session = setup_page("Long-term memory")
+st.title("Long-term memory")
+st.caption("Durable records extracted from turns: global ones shared by every session of the workspace, "
+           "session ones seen only by their own session. Retrieval plans a query, finds keyword "
+           "candidates per scope, reranks them and fits them into a character budget.")
+
+workspace = st.text_input("Workspace", LONGTERM_WORKSPACE, key="ltm_workspace")
+try:
+    viewer = LongTermMemory(store, workspace=workspace)
+except MemoryLabError as error:
+    st.error(str(error))
+    st.stop()
+records_tab, retrieval_tab, add_tab = st.tabs(["Records", "Retrieval run", "Add a record"])
+
+with records_tab:
+    filters = st.columns(2)
+    scope = filters[0].selectbox("Scope", ["all", "GLOBAL_MEMORY", "SESSION_MEMORY"], key="ltm_scope")
+    sessions = sorted({r["session_id"] for r in viewer.records() if r["session_id"]})
+    only_session = filters[1].selectbox("Session", ["all"] + sessions, key="ltm_session")
+    records = viewer.records(scope=None if scope == "all" else scope,
+                             session_id=None if only_session == "all" else only_session)
+    if not records:
+        st.info("No records here yet. They appear after chat turns when the chat uses long-term memory, "
+                "or add one by hand.")
+    table = pd.DataFrame([{
+        "id": r["id"], "scope": r["scope"], "session": r["session_id"] or "", "summary": r["summary"],
+        "tags": ", ".join(r["tags"]), "importance": r["importance"],
+        "source": ", ".join(r["provenance"].get("message_ids", [])) or r["provenance"].get("source", ""),
+        "updated": r["updated_at"],
+    } for r in records])
+    event = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+                         key="ltm_table", column_config={
+                             "importance": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f")})
+    chosen = records[event.selection.rows[0]] if records and event and event.selection.rows else None
+    if chosen:
+        st.markdown(f"**Record {chosen['id']}** · {chosen['scope']}")
+        st.json({"body": chosen["body"], "provenance": chosen["provenance"], "vector_index": chosen["vector_index"]},
+                expanded=False)
+        message_ids = chosen["provenance"].get("message_ids") or []
+        if chosen["session_id"] and message_ids:
+            source = [r for r in store.list_sessions() if r["session_id"] == chosen["session_id"]]
+            if source and st.button(f"Open the source message {message_ids[0]} in the tree"):
+                ref = (source[0]["tenant_id"], source[0]["agent_id"], chosen["session_id"])
+                open_in_tree(ref, message_ids[0], Session.open(store, ref[2], tenant_id=ref[0], agent_id=ref[1]))
+        with st.form("ltm_edit"):
+            summary = st.text_input("Summary", chosen["summary"])
+            tags = st.text_input("Tags (comma-separated)", ", ".join(chosen["tags"]))
+            importance = st.slider("Importance", 0.0, 1.0, float(chosen["importance"]))
+            save, delete = st.columns(2)
+            if save.form_submit_button("Save changes", type="primary"):
+                try:
+                    viewer.update_record(chosen["id"], summary=summary, tags=tags, importance=importance)
+                    st.rerun()
+                except MemoryLabError as error:
+                    st.error(str(error))
+            if delete.form_submit_button("Delete record"):
+                viewer.delete_record(chosen["id"])
+                st.rerun()
+
+with retrieval_tab:
+    prompt = st.text_area("Prompt", "Where is my refund for A-4471, and how will you contact me?", height=80,
+                          key="ltm_prompt")
+    session_ids = [r["session_id"] for r in store.list_sessions()]
+    default = session_ids.index(session.session_id) if session and session.session_id in session_ids else 0
+    target = st.selectbox("As session", session_ids, index=default, key="ltm_target")
+    use_model = st.checkbox(f"Plan and rerank with the model ({st.session_state['model']})", key="ltm_use_model",
+                            help="Off: the prompt is the query and candidates keep their keyword order.")
+    if st.button("Run prepare_request", type="primary"):
+        with st.status("Planning, finding candidates, reranking…", expanded=False) as status:
+            try:
+                runner = LongTermMemory(
+                    store, workspace=workspace, model=st.session_state["model"] if use_model else None,
+                    settings={"model_kwargs": completion_settings()} if use_model else None)
+                st.session_state["ltm_result"] = runner.prepare_request(target, prompt)
+                status.update(label="Done", state="complete")
+            except MemoryLabError as error:
+                status.update(label="Failed", state="error")
+                st.error(str(error))
+    result = st.session_state.get("ltm_result")
+    if result:
+        diagnostics = result["diagnostics"]
+        plan = diagnostics.get("plan", {})
+        st.markdown(f"**Plan** ({plan.get('source', '')}): query `{escape_markdown(str(plan.get('query', '')))}`, "
+                    f"tags {plan.get('tags') or 'none'}")
+        for scope_name, report in diagnostics.get("scopes", {}).items():
+            with st.container(border=True):
+                st.markdown(f"**{scope_name}** · candidates from {report.get('candidate_source', '—')} · "
+                            f"rerank {report.get('rerank', {}).get('status', '—')}")
+                st.json(report, expanded=False)
+        st.subheader("Injected into the system prompt")
+        st.code(result["rendered"] or "(nothing)", language=None, wrap_lines=True)
+        events = diagnostics.get("events", [])
+        if events:
+            st.dataframe(pd.DataFrame([{"code": e.get("code"), "details": json.dumps(
+                {k: v for k, v in e.items() if k != "code"}, ensure_ascii=False)} for e in events]),
+                hide_index=True, width="stretch")
+        with st.expander("All diagnostics"):
+            st.json(diagnostics)
+
+with add_tab:
+    with st.form("ltm_add", clear_on_submit=True):
+        summary = st.text_input("Summary")
+        columns = st.columns(3)
+        new_scope = columns[0].selectbox("Scope", ["GLOBAL_MEMORY", "SESSION_MEMORY"])
+        new_session = columns[1].selectbox("Session (for SESSION_MEMORY)", [r["session_id"] for r in store.list_sessions()])
+        importance = columns[2].slider("Importance", 0.0, 1.0, 0.5)
+        tags = st.text_input("Tags (comma-separated)")
+        if st.form_submit_button("Add record", type="primary"):
+            try:
+                viewer.add_record(summary, scope=new_scope, tags=tags, importance=importance,
+                                  session_id=new_session if new_scope == "SESSION_MEMORY" else None)
+                st.toast("Record added")
+            except MemoryLabError as error:
+                st.error(str(error))
