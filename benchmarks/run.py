@@ -623,11 +623,22 @@ def print_table(rows):
               + (f" [{row.skipped or row.note}]" if row.skipped or row.note else ""))
 
 
+def print_markdown(rows):
+    """The table as Markdown, for the README's Performance section."""
+    print("| benchmark | memorylab | baseline | ratio | target | status | workload; baseline |")
+    print("| --- | ---: | ---: | ---: | ---: | --- | --- |")
+    for row in rows:
+        ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
+        print(f"| {row.name} | {format_seconds(row.memorylab)} | {format_seconds(row.baseline)} | {ratio} "
+              f"| <= {row.target:.1f} | {row.status} | {row.unit}; {row.baseline_name} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="smaller workloads and fewer repetitions (under a minute); sizes are in the table")
     parser.add_argument("--json", metavar="PATH", help="also write the results to PATH as JSON")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     parser.add_argument("--only", action="append", choices=list(BENCHMARKS), metavar="GROUP",
                         help=f"run only this group (repeatable): {', '.join(BENCHMARKS)}; "
                              "append also runs history and plan, search also runs append_scaling")
@@ -635,7 +646,7 @@ def main():
     started = time.perf_counter()
     print(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}")
     rows = run(QUICK if args.quick else FULL, args.only or list(BENCHMARKS))
-    print_table(rows)
+    (print_markdown if args.markdown else print_table)(rows)
     print(f"ran in {time.perf_counter() - started:.0f} s; load average after: {os.getloadavg()[0]:.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps({row.name: row.to_json() for row in rows}, indent=2) + "\n")
