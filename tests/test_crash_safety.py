@@ -184,6 +184,7 @@ def test_an_appender_killed_at_random_moments_loses_only_the_message_in_flight(e
         with Store(existing) as store:
             session = Session.open(store, "existing")
             while session.stats()["messages"] < 40 + appended + 100:
+                assert process.is_alive(), "the appender died on its own"
                 time.sleep(0.01)
         time.sleep(rng.uniform(0, 0.3))
         kill(process)
