@@ -109,21 +109,22 @@ with chat_column:
                         st.session_state["pending"] = ("edit", message["id"], edited)
             branch_switcher(message, actions[2])
 
-    pending = st.session_state.pop("pending", None)
-    if pending:
-        action, message_id, text = pending
-        if action == "regenerate":
-            run_turn(lambda: runner.regenerate(message_id, stream=True))
-        else:
-            with st.chat_message("user"):
-                st.markdown(text)
-            run_turn(lambda: runner.edit(message_id, text, stream=True))
-
+    turn_area = st.container()  # a new turn streams here, above the input box
     prompt = st.chat_input("Message the agent")
-    if prompt:
-        with st.chat_message("user"):
-            st.markdown(prompt)
-        run_turn(lambda: runner.stream(prompt, leaf_id=leaf_id))
+    with turn_area:
+        pending = st.session_state.pop("pending", None)
+        if pending:
+            action, message_id, text = pending
+            if action == "regenerate":
+                run_turn(lambda: runner.regenerate(message_id, stream=True))
+            else:
+                with st.chat_message("user"):
+                    st.markdown(text)
+                run_turn(lambda: runner.edit(message_id, text, stream=True))
+        if prompt:
+            with st.chat_message("user"):
+                st.markdown(prompt)
+            run_turn(lambda: runner.stream(prompt, leaf_id=leaf_id))
 
 with side_column:
     frozen = session.freeze_system_prompt()
