@@ -19,11 +19,8 @@ if not query.strip():
     st.info("Type words to search all conversations.")
     st.stop()
 
-hits = []
-for role in roles or [None]:
-    hits += store.search(query, limit=int(limit), role=role,
-                         session_pk=session.pk if scope == "Selected session" and session else None)
-hits = sorted(hits, key=lambda h: h["rank"])[: int(limit)]
+hits = store.search(query, limit=int(limit), roles=roles or None,
+                    session_pk=session.pk if scope == "Selected session" and session else None)
 st.write(f"**{len(hits)}** hit{'s' if len(hits) != 1 else ''}")
 titles = {(r["tenant_id"], r["agent_id"], r["session_id"]): r["metadata"].get("title") or r["session_id"]
           for r in store.list_sessions()}

@@ -1,5 +1,6 @@
-import pandas as pd
 import streamlit as st
+
+from memorylab import to_dataframe
 
 from pages.common import link_to, select_session, setup_page
 
@@ -20,19 +21,10 @@ totals[1].metric("Messages", f"{sum(s['message_count'] for s in sessions):,}")
 totals[2].metric("Branches", f"{sum(s['branch_count'] for s in sessions):,}")
 totals[3].metric("Tokens (estimate)", f"{sum(s['tokens'] for s in sessions):,}")
 
-table = pd.DataFrame(
-    {
-        "session": s["session_id"],
-        "title": s["metadata"].get("title", ""),
-        "agent": s["agent_id"],
-        "tenant": s["tenant_id"],
-        "messages": s["message_count"],
-        "branches": s["branch_count"],
-        "tokens": s["tokens"],
-        "updated": pd.to_datetime(s["updated_at"], utc=True),
-    }
-    for s in sessions
-)
+table = to_dataframe(sessions)[["session_id", "title", "agent_id", "tenant_id", "message_count", "branch_count",
+                                  "tokens", "updated_at"]].rename(columns={
+    "session_id": "session", "agent_id": "agent", "tenant_id": "tenant", "message_count": "messages",
+    "branch_count": "branches", "updated_at": "updated"})
 event = st.dataframe(
     table,
     hide_index=True,

@@ -1,6 +1,7 @@
 import pandas as pd
 import streamlit as st
 
+from memorylab.frames import to_dataframe
 from memorylab.messages import message_text
 from memorylab.viz import tree_figure
 from pages.common import active_leaf, select_leaf, session_page
@@ -40,18 +41,10 @@ if branch_names[chosen] != leaf_id:
 st.subheader("Active path")
 history = session.get_history(leaf_id)
 children = session.get_child_counts()
-st.dataframe(
-    pd.DataFrame({
-        "id": m["id"],
-        "role": m["role"],
-        "text": message_text(m)[:300] or "[tool parts]",
-        "tokens": m["tokens"],
-        "children": children.get(m["id"], 0),
-        "created": m["created_at"],
-    } for m in history),
-    hide_index=True, width="stretch",
-    column_config={"text": st.column_config.TextColumn(width="large")},
-)
+path_table = to_dataframe(history)[["id", "role", "text", "tools", "tokens", "created_at"]]
+path_table["children"] = path_table["id"].map(children).fillna(0).astype(int)
+st.dataframe(path_table, hide_index=True, width="stretch",
+             column_config={"text": st.column_config.TextColumn(width="large")})
 
 overlays = session.get_compactions()
 if overlays:

@@ -80,3 +80,12 @@ def test_html_in_messages_is_stored_and_returned_verbatim(session):
     payload = "<img src=x onerror=alert(1)> <script>alert('x')</script>"
     session.append_message(text_message("h", payload))
     assert session.search("onerror")[0]["content"] == payload
+
+
+def test_store_search_filters_by_roles(store):
+    s = Session.create(store, "roles")
+    s.append_message(text_message("u", "shared word from the user"))
+    s.append_message(text_message("a", "shared word from the assistant", "assistant"))
+    assert ids(store.search("shared", roles=["assistant"])) == ["a"]
+    assert set(ids(store.search("shared", roles=["user", "assistant"]))) == {"u", "a"}
+    assert store.search("shared", roles=["tool"]) == []

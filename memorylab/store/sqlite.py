@@ -249,13 +249,18 @@ class Store(ContextStorage, ManagerStorage, LongTermStorage, IntegrityStorage):
             if value is not None:
                 where.append(f"s.{column} = ?")
                 params.append(value)
+        # Leaves = messages - messages that are somebody's parent: two index-only aggregates instead
+        # of a child lookup per message (the sidebar runs this on every rerun of every page).
         rows = self._all(
-            f"""SELECT s.*, COUNT(m.seq) AS message_count, COALESCE(SUM(m.tokens), 0) AS tokens,
-                   COALESCE(SUM(m.seq IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages c
-                       WHERE c.session_pk = m.session_pk AND c.parent_id = m.id)), 0) AS branch_count
-            FROM sessions s LEFT JOIN messages m ON m.session_pk = s.pk
+            f"""SELECT s.*, COALESCE(c.n, 0) AS message_count, COALESCE(c.tokens, 0) AS tokens,
+                   COALESCE(c.n, 0) - COALESCE(p.parents, 0) AS branch_count
+            FROM sessions s
+            LEFT JOIN (SELECT session_pk, COUNT(*) AS n, SUM(tokens) AS tokens FROM messages GROUP BY session_pk) c
+                ON c.session_pk = s.pk
+            LEFT JOIN (SELECT session_pk, COUNT(DISTINCT parent_id) AS parents FROM messages
+                       WHERE parent_id IS NOT NULL GROUP BY session_pk) p ON p.session_pk = s.pk
             {"WHERE " + " AND ".join(where) if where else ""}
-            GROUP BY s.pk ORDER BY s.updated_at DESC, s.pk DESC""",
+            ORDER BY s.updated_at DESC, s.pk DESC""",
             params,
         )
         return [
@@ -508,7 +513,7 @@ class Store(ContextStorage, ManagerStorage, LongTermStorage, IntegrityStorage):
 
     # -- search ------------------------------------------------------------------------------
 
-    def search(self, query, *, limit=20, session_pk=None, tenant_id=None, agent_id=None, role=None):
+    def search(self, query, *, limit=20, session_pk=None, tenant_id=None, agent_id=None, roles=None):
         """BM25-ranked full-text hits over text parts; any string is safe, an empty one finds nothing.
 
         Each hit has a ``snippet``: the best-matching fragment with the matched words between
@@ -519,10 +524,13 @@ class Store(ContextStorage, ManagerStorage, LongTermStorage, IntegrityStorage):
             return []
         where, params = ["messages_fts MATCH ?"], [match]
         for column, value in (("m.session_pk", session_pk), ("s.tenant_id", tenant_id),
-                              ("s.agent_id", agent_id), ("m.role", role)):
+                              ("s.agent_id", agent_id)):
             if value is not None:
                 where.append(f"{column} = ?")
                 params.append(value)
+        if roles:
+            where.append(f"m.role IN ({', '.join('?' * len(roles))})")
+            params.extend(roles)
         rows = self._all(
             f"""SELECT m.id, m.role, m.text, m.created_at, s.session_id, s.tenant_id, s.agent_id,
                    messages_fts.rank AS rank,
