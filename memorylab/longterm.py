@@ -49,6 +49,7 @@ DIAGNOSTICS_LOG_SIZE = 50
 ERROR_CHARS = 300
 EDITABLE_FIELDS = ("summary", "body", "tags", "importance", "scope", "session_id")
 INDEX_BACKEND = "fts5"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 DEFAULT_SETTINGS = {
     # The body every record gets: key -> what the extractor should put there.
@@ -145,7 +146,7 @@ def normalize_tags(value):
         value = value.split(",")
     if not isinstance(value, (list, tuple)):
         return []
-    tags = [" ".join(t.split()).lower() for t in value if isinstance(t, str)]
+    tags = [" ".join(_CONTROL.sub(" ", t).split()).lower() for t in value if isinstance(t, str)]
     return list(dict.fromkeys(t for t in tags if t))[:MAX_TAGS]
 
 

@@ -12,7 +12,7 @@ from .context.blocks import StoredPromptProvider
 from .errors import InvalidInputError, InvalidMessageError, NotFoundError
 from .messages import check_identifier, is_tool_part, normalize_message, utc_now_iso
 from .overlays import apply_overlays, visible_overlays
-from .store.sqlite import LATEST_LEAF
+from .store import LATEST_LEAF
 from .tokens import estimate_message_tokens, estimate_string_tokens
 from .truncation import ROW_SIZE_LIMIT_BYTES, enforce_row_size_limit
 

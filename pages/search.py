@@ -1,7 +1,7 @@
 import streamlit as st
 
 from memorylab import Session
-from memorylab.store.sqlite import SNIPPET_MARKS
+from memorylab.store import SNIPPET_MARKS
 from pages.common import escape_markdown, open_in_tree, setup_page
 
 store, session = setup_page("Search")

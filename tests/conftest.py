@@ -3,13 +3,64 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 
 import pytest
 
+import pgserver
 from memorylab import Session, Store
+from memorylab.store import is_postgres_url
+
+BACKENDS = ("sqlite", "postgres")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "sqlite_only: the test is about SQLite itself (its file, WAL, FTS5)")
+
+
+def pytest_generate_tests(metafunc):
+    """Every test that uses a store runs once per backend: the engine's contract holds on both."""
+    if "backend" in metafunc.fixturenames:
+        sqlite_only = metafunc.definition.get_closest_marker("sqlite_only") is not None
+        metafunc.parametrize("backend", ["sqlite"] if sqlite_only else list(BACKENDS))
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A PostgreSQL server's URL: $MEMORYLAB_PG_URL (.ci/run starts one), else one started here."""
+    url = os.environ.get("MEMORYLAB_PG_URL")
+    if url:
+        yield url
+        return
+    if not pgserver.available():
+        message = ("PostgreSQL is needed for the postgres half of the contract tests: apt-get install "
+                   "postgresql, or set MEMORYLAB_PG_URL to a server where this user may create schemas")
+        if os.environ.get("MEMORYLAB_REQUIRE_PG"):
+            pytest.fail(message)
+        pytest.skip(message)
+    directory = tempfile.mkdtemp(prefix="memorylab-pg-")
+    try:
+        yield pgserver.start(directory)
+    finally:
+        pgserver.stop(directory)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_url(postgres_server):
+    """A URL whose tables live in a schema of their own, dropped after the test."""
+    import psycopg
+
+    schema = f"test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    yield pgserver.in_schema(postgres_server, schema)
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 @pytest.fixture
@@ -18,8 +69,14 @@ def db_path(tmp_path):
 
 
 @pytest.fixture
-def store(db_path):
-    with Store(db_path) as store:
+def store_target(request, backend, db_path):
+    """What ``Store()`` opens in this run: a SQLite file, or a fresh PostgreSQL schema."""
+    return db_path if backend == "sqlite" else request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture
+def store(store_target):
+    with Store(store_target) as store:
         yield store
 
 
@@ -34,6 +91,23 @@ def text_message(message_id, text, role="user"):
 
 def ids(messages):
     return [m["id"] for m in messages]
+
+
+def count_rows(store, table):
+    """Rows of a table, read through the store's own connection on either backend."""
+    return store._one(f"SELECT COUNT(*) FROM {table}")[0]
+
+
+def stored_bytes(store):
+    """Everything a store holds: its SQLite file with WAL and journal, or every PostgreSQL row as text."""
+    if is_postgres_url(store.url if hasattr(store, "url") else store.path):
+        tables = store._all("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")
+        return "\n".join(
+            row[0] or "" for (table,) in tables
+            for row in store._all(f"SELECT CAST(t AS text) FROM {table} AS t")
+        ).encode()
+    path = Path(store.path)
+    return b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*"))
 
 
 class RecordingSummarizer:

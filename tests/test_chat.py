@@ -11,6 +11,8 @@ from memorylab.chat import MAX_ERROR_RECORDS, ChatRunner, build_request, chat_er
 from memorylab.errors import InvalidInputError, NotFoundError
 from memorylab.llm import ModelError
 
+from conftest import stored_bytes
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before litellm loads: no network
 import litellm  # noqa: E402
 from litellm import CustomLLM  # noqa: E402
@@ -370,7 +372,7 @@ def test_a_failing_long_term_memory_is_logged_and_the_turn_goes_on(chat):
     assert "index offline" in chat_errors(chat)[0]["message"]
 
 
-def test_no_key_reaches_the_database_or_an_export(chat, db_path, monkeypatch):
+def test_no_key_reaches_the_database_or_an_export(chat, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     mocked(chat).send(f"My key is not {SECRET[:6]}, do not store it")
     with pytest.raises(ModelError):
@@ -380,7 +382,7 @@ def test_no_key_reaches_the_database_or_an_export(chat, db_path, monkeypatch):
     with pytest.raises(ModelError, match="OPENAI_API_KEY") as raised:
         mocked(chat, reply=auth).send("and again")
     assert SECRET not in str(raised.value)
-    stored = b"".join(path.read_bytes() for path in db_path.parent.glob(db_path.name + "*"))
+    stored = stored_bytes(chat.store)
     assert len(chat_errors(chat)) == 2 and stored
     assert SECRET.encode() not in stored
     assert SECRET not in json.dumps(export_session(chat))

@@ -205,8 +205,8 @@ def test_file_provider_reads_the_file_each_time(session, tmp_path):
     assert missing.get() == ""
 
 
-def test_freeze_refresh_and_cached_prompt_across_stores(db_path):
-    with Store(db_path) as store:
+def test_freeze_refresh_and_cached_prompt_across_stores(store_target):
+    with Store(store_target) as store:
         s = Session.create(store, "frozen").with_context("memory", max_tokens=100).with_cached_prompt()
         s.replace_context_block("memory", "first fact")
         frozen = s.freeze_system_prompt()
@@ -214,12 +214,12 @@ def test_freeze_refresh_and_cached_prompt_across_stores(db_path):
         assert s.get_context_block("memory")["content"] == "second fact"  # stored at once
         assert s.freeze_system_prompt() == frozen  # but the prompt is unchanged
         assert "second fact" in s.render_system_prompt()
-    with Store(db_path) as store:
+    with Store(store_target) as store:
         again = Session.create(store, "frozen").with_context("memory", max_tokens=100).with_cached_prompt()
         assert again.freeze_system_prompt() == frozen
         refreshed = again.refresh_system_prompt()
         assert "second fact" in refreshed and again.freeze_system_prompt() == refreshed
-    with Store(db_path) as store:
+    with Store(store_target) as store:
         third = Session.create(store, "frozen").with_context("memory", max_tokens=100).with_cached_prompt()
         assert third.freeze_system_prompt() == refreshed
         uncached = Session.create(store, "frozen").with_context("memory", max_tokens=100)

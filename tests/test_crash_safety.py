@@ -84,15 +84,16 @@ def big_export(tmp_path_factory):
 
 def _import_and_hang(path, export_path, inserted):
     """Import, but stop inside the transaction after KILL_AFTER_ROWS rows and wait to be killed."""
-    real_insert, rows = Store._insert, itertools.count(1)
+    real_row, rows = Store._message_row, itertools.count(1)
 
-    def insert(self, *args):
-        real_insert(self, *args)
-        if next(rows) == KILL_AFTER_ROWS:
+    def message_row(self, *args):
+        # Rows are produced one at a time as the import inserts them: this one follows KILL_AFTER_ROWS.
+        if next(rows) == KILL_AFTER_ROWS + 1:
             inserted.set()
             time.sleep(300)
+        return real_row(self, *args)
 
-    Store._insert = insert
+    Store._message_row = message_row
     with Store(path) as store:
         import_session(store, read_export(export_path))
 

@@ -22,9 +22,9 @@ def rich(session):
     session.append_message(text_message("a1b", "Four.", "assistant"), parent_id="u1")
     session.append_message(text_message("u2", "thanks"))
     session.add_compaction("User asked 2+2.", "u1", "a1b", metadata={"by": "test"})
-    session.store._conn.execute(
-        "INSERT INTO context_blocks (session_pk, label, content, updated_at) VALUES (?, 'memory', 'likes math', 'T')",
-        (session.pk,))
+    with session.store.transaction() as conn:
+        conn.execute("INSERT INTO context_blocks (session_pk, label, content, updated_at)"
+                     " VALUES (?, 'memory', 'likes math', 'T')", (session.pk,))
     return session
 
 
@@ -91,16 +91,17 @@ def test_failure_midway_through_the_write_rolls_back(store, monkeypatch):
     data = {"format": "memorylab.session", "version": 1, "session": {"id": "atomic"},
             "messages": [text_message(f"m{i}", f"text {i}") | {"parent_id": f"m{i-1}" if i else None}
                          for i in range(50)]}
-    original_insert = store._insert
+    original_row = store._message_row
     calls = []
 
-    def failing_insert(conn, pk, message, parent):
+    def failing_row(pk, message, parent):
+        # Rows are produced one by one as the import inserts them: 29 are written when this fails.
         calls.append(message["id"])
         if len(calls) == 30:
             raise OSError("disk full")
-        original_insert(conn, pk, message, parent)
+        return original_row(pk, message, parent)
 
-    monkeypatch.setattr(store, "_insert", failing_insert)
+    monkeypatch.setattr(store, "_message_row", failing_row)
     with pytest.raises(OSError):
         import_session(store, data)
     monkeypatch.undo()

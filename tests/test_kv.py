@@ -3,6 +3,8 @@ import pytest
 from memorylab import InvalidInputError, Store
 from memorylab.kv import MAX_VALUE_BYTES, KVStore
 
+from conftest import count_rows
+
 
 class FakeClock:
     """Seconds since the epoch that move only when a test says so."""
@@ -44,10 +46,10 @@ VALUES = [
 
 
 @pytest.mark.parametrize("value", VALUES, ids=[repr(v)[:30] for v in VALUES])
-def test_values_come_back_with_their_exact_types(kv, db_path, clock, value):
+def test_values_come_back_with_their_exact_types(kv, store_target, clock, value):
     kv.set("k", value)
     assert shape(kv.get("k", "missing")) == shape(value)
-    with Store(db_path) as reopened:  # and from the file, not from a cache
+    with Store(store_target) as reopened:  # and from the database, not from a cache
         assert shape(KVStore(reopened, tenant_id="acme", namespace="carts", clock=clock).get("k")) == shape(value)
 
 
@@ -91,7 +93,7 @@ def test_expired_entries_are_purged_by_the_next_write(kv, store, clock):
     kv.set("a", 1, ttl=5)
     kv.set("b", 2, ttl=5)
     clock.advance(5)
-    count = lambda: store.db.execute("SELECT COUNT(*) FROM kv_entries").fetchone()[0]  # noqa: E731
+    count = lambda: count_rows(store, "kv_entries")  # noqa: E731
     assert count() == 2  # reads never write
     kv.set("c", 3)
     assert count() == 1

@@ -109,13 +109,13 @@ def test_openai_tool_result_gets_its_name_from_the_parent_call(session):
     assert result["parts"][0]["type"] == "tool-lookup"
 
 
-def test_persistence_across_reopen(db_path):
-    with Store(db_path) as store:
+def test_persistence_across_reopen(store_target):
+    with Store(store_target) as store:
         s = Session.create(store, "keep", agent_id="bot")
         s.append_message(text_message("m1", "remember the order A-4471"))
         s.append_message(text_message("m2", "noted", "assistant"))
         s.add_compaction("the order is A-4471", "m1", "m2")
-    with Store(db_path) as store:
+    with Store(store_target) as store:
         s = Session.open(store, "keep", agent_id="bot")
         assert ids(s.get_history(apply_compactions=False)) == ["m1", "m2"]
         assert s.get_history()[0]["parts"][0]["text"] == "the order is A-4471"

@@ -5,7 +5,7 @@ import pytest
 from memorylab import MemoryLabError, Session, Store
 from memorylab.store.schema import SCHEMA_VERSION
 
-from conftest import text_message
+from conftest import count_rows, text_message
 
 
 def test_new_file_gets_wal_foreign_keys_and_the_schema_version(db_path):
@@ -19,10 +19,10 @@ def test_new_file_gets_wal_foreign_keys_and_the_schema_version(db_path):
             store.db.table_names())
 
 
-def test_reopening_applies_no_migration_twice(db_path):
-    with Store(db_path) as store:
+def test_reopening_applies_no_migration_twice(store_target):
+    with Store(store_target) as store:
         Session.create(store, "s").append_message(text_message("m", "kept"))
-    with Store(db_path) as store:
+    with Store(store_target) as store:
         assert Session.open(store, "s").get_message("m")["parts"][0]["text"] == "kept"
 
 
@@ -48,7 +48,7 @@ def test_deleting_a_session_cascades_to_messages_and_search(store):
     s.add_compaction("x", "a", "a")
     store.delete_session(s.pk)
     assert store.search("ephemeral") == []
-    assert store.db.execute("SELECT COUNT(*) FROM compactions").fetchone()[0] == 0
+    assert count_rows(store, "compactions") == count_rows(store, "messages") == 0
 
 
 def test_list_sessions_counts_messages_branches_and_tokens(store):

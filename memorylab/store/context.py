@@ -1,9 +1,8 @@
 """SQL for context memory: per-session block contents, frozen prompts, search entries, active skills.
 
-A mixin of ``Store``; it relies on the store's ``transaction``, ``_one`` and ``_all``.
+A mixin of ``Store``; it relies on the store's ``transaction``, ``_one``, ``_all`` and ``_full_text``.
 """
 from ..messages import utc_now_iso
-from .fts import fts_query
 
 
 class ContextStorage:
@@ -73,16 +72,16 @@ class ContextStorage:
         return [dict(r) for r in rows]
 
     def search_entries(self, tenant_id, namespace, query, limit=5):
-        """BM25-ranked entries matching ``query`` (any string is safe)."""
-        match = fts_query(query)
-        if match is None or limit <= 0:
+        """Ranked entries matching ``query`` (any string is safe)."""
+        found = self._full_text("entries", query)
+        if found is None or limit <= 0:
             return []
+        fts, match = found
         rows = self._all(
-            """SELECT e.key, e.content, e.updated_at FROM search_entries_fts
-            JOIN search_entries e ON e.pk = search_entries_fts.rowid
-            WHERE search_entries_fts MATCH ? AND e.tenant_id = ? AND e.namespace = ?
-            ORDER BY search_entries_fts.rank LIMIT ?""",
-            (match, tenant_id, namespace, int(limit)),
+            f"""SELECT e.key, e.content, e.updated_at FROM {fts.source}
+            WHERE {fts.condition} AND e.tenant_id = :tenant AND e.namespace = :ns
+            ORDER BY {fts.rank}, e.key LIMIT :limit""",
+            {"match": match, "tenant": tenant_id, "ns": namespace, "limit": int(limit)},
         )
         return [dict(r) for r in rows]
 
@@ -99,8 +98,8 @@ class ContextStorage:
         with self.transaction() as conn:
             if active:
                 conn.execute(
-                    "INSERT OR IGNORE INTO skill_activations (session_pk, label, key, activated_at)"
-                    " VALUES (?, ?, ?, ?)",
+                    "INSERT INTO skill_activations (session_pk, label, key, activated_at)"
+                    " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
                     (pk, label, key, utc_now_iso()),
                 )
             else:

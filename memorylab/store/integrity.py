@@ -1,8 +1,11 @@
 """SQL for ``memorylab check``: questions whose answer is empty on a healthy file.
 
-A mixin of ``Store``; it relies on the store's ``transaction``, ``_one`` and ``_all``. Each method
-returns what it found (rows, counts, SQLite's own complaint) and repairs nothing: wording the
-report is ``memorylab.check``'s job, deciding on a repair is the user's.
+``IntegrityStorage`` asks the questions every backend shares; ``SQLiteIntegrity`` adds SQLite's own
+page, foreign-key and FTS5 checks (PostgreSQL enforces foreign keys and computes its search vectors
+itself, so it answers those with nothing found). Both are mixins relying on the store's
+``transaction``, ``_one`` and ``_all``. Each method returns what it found (rows, counts, the engine's
+own complaint) and repairs nothing: wording the report is ``memorylab.check``'s job, deciding on a
+repair is the user's.
 """
 import re
 import sqlite3
@@ -25,6 +28,68 @@ class IntegrityStorage:
         )
         return dict(row)
 
+    def messages_with_missing_parent(self):
+        """Messages whose ``parent_id`` names no message of their session, oldest first."""
+        return [dict(r) for r in self._all(
+            f"""SELECT {_SESSION}, m.id, m.parent_id FROM messages m JOIN sessions s ON s.pk = m.session_pk
+            WHERE m.parent_id IS NOT NULL AND NOT EXISTS
+                (SELECT 1 FROM messages p WHERE p.session_pk = m.session_pk AND p.id = m.parent_id)
+            ORDER BY m.seq"""
+        )]
+
+    def messages_off_every_root(self):
+        """Messages that no walk down from a root (or from an orphan) reaches: their parent links loop."""
+        return [dict(r) for r in self._all(
+            f"""WITH RECURSIVE reached(seq, session_pk, id) AS (
+                SELECT seq, session_pk, id FROM messages m WHERE parent_id IS NULL OR NOT EXISTS
+                    (SELECT 1 FROM messages p WHERE p.session_pk = m.session_pk AND p.id = m.parent_id)
+                UNION
+                SELECT c.seq, c.session_pk, c.id FROM messages c JOIN reached r
+                    ON c.session_pk = r.session_pk AND c.parent_id = r.id
+            )
+            SELECT {_SESSION}, m.id, m.parent_id FROM messages m JOIN sessions s ON s.pk = m.session_pk
+            WHERE m.seq NOT IN (SELECT seq FROM reached) ORDER BY m.seq"""
+        )]
+
+    def overlays_off_path(self):
+        """Overlays that can never apply: an end is not a message of the session, or ``from_id`` is
+        not ``to_id`` or one of its ancestors. Each row says which with ``from_exists``,
+        ``to_exists`` and ``on_path``."""
+        return [dict(r) for r in self._all(
+            f"""WITH RECURSIVE up(session_pk, overlay_id, from_id, id) AS (
+                SELECT session_pk, id, from_id, to_id FROM compactions
+                UNION
+                SELECT up.session_pk, up.overlay_id, up.from_id, m.parent_id FROM up JOIN messages m
+                    ON m.session_pk = up.session_pk AND m.id = up.id
+                WHERE up.id != up.from_id AND m.parent_id IS NOT NULL
+            )
+            SELECT * FROM (
+                SELECT {_SESSION}, c.id, c.from_id, c.to_id,
+                    EXISTS (SELECT 1 FROM messages m WHERE m.session_pk = c.session_pk AND m.id = c.from_id)
+                        AS from_exists,
+                    EXISTS (SELECT 1 FROM messages m WHERE m.session_pk = c.session_pk AND m.id = c.to_id)
+                        AS to_exists,
+                    EXISTS (SELECT 1 FROM up WHERE up.session_pk = c.session_pk AND up.overlay_id = c.id
+                        AND up.id = c.from_id) AS on_path
+                FROM compactions c JOIN sessions s ON s.pk = c.session_pk
+            ) AS checked WHERE NOT (from_exists AND to_exists AND on_path) ORDER BY session_id, id"""
+        )]
+
+    def stale_latest_pointers(self):
+        """Sessions whose ``latest_message_id`` (where appends go by default) is not their newest
+        message; ``latest_exists`` says whether it names a message at all."""
+        return [dict(r) for r in self._all(
+            f"""SELECT * FROM (
+                SELECT {_SESSION}, s.latest_message_id,
+                    (SELECT id FROM messages WHERE session_pk = s.pk ORDER BY seq DESC LIMIT 1) AS newest_id,
+                    EXISTS (SELECT 1 FROM messages WHERE session_pk = s.pk AND id = s.latest_message_id)
+                        AS latest_exists
+                FROM sessions s
+            ) AS checked WHERE latest_message_id IS DISTINCT FROM newest_id ORDER BY session_id"""
+        )]
+
+
+class SQLiteIntegrity:
     def integrity_errors(self, limit=100):
         """What ``PRAGMA integrity_check`` reports (pages, indexes, constraints); [] for a sound file."""
         # One row may hold several lines, under a "*** in database main ***" heading.
@@ -77,63 +142,3 @@ class IntegrityStorage:
             key = (row["table"], row["parent"])
             counts[key] = counts.get(key, 0) + 1
         return counts
-
-    def messages_with_missing_parent(self):
-        """Messages whose ``parent_id`` names no message of their session, oldest first."""
-        return [dict(r) for r in self._all(
-            f"""SELECT {_SESSION}, m.id, m.parent_id FROM messages m JOIN sessions s ON s.pk = m.session_pk
-            WHERE m.parent_id IS NOT NULL AND NOT EXISTS
-                (SELECT 1 FROM messages p WHERE p.session_pk = m.session_pk AND p.id = m.parent_id)
-            ORDER BY m.seq"""
-        )]
-
-    def messages_off_every_root(self):
-        """Messages that no walk down from a root (or from an orphan) reaches: their parent links loop."""
-        return [dict(r) for r in self._all(
-            f"""WITH RECURSIVE reached(seq, session_pk, id) AS (
-                SELECT seq, session_pk, id FROM messages m WHERE parent_id IS NULL OR NOT EXISTS
-                    (SELECT 1 FROM messages p WHERE p.session_pk = m.session_pk AND p.id = m.parent_id)
-                UNION
-                SELECT c.seq, c.session_pk, c.id FROM messages c JOIN reached r
-                    ON c.session_pk = r.session_pk AND c.parent_id = r.id
-            )
-            SELECT {_SESSION}, m.id, m.parent_id FROM messages m JOIN sessions s ON s.pk = m.session_pk
-            WHERE m.seq NOT IN (SELECT seq FROM reached) ORDER BY m.seq"""
-        )]
-
-    def overlays_off_path(self):
-        """Overlays that can never apply: an end is not a message of the session, or ``from_id`` is
-        not ``to_id`` or one of its ancestors. Each row says which with ``from_exists``,
-        ``to_exists`` and ``on_path``."""
-        return [dict(r) for r in self._all(
-            f"""WITH RECURSIVE up(session_pk, overlay_id, from_id, id) AS (
-                SELECT session_pk, id, from_id, to_id FROM compactions
-                UNION
-                SELECT up.session_pk, up.overlay_id, up.from_id, m.parent_id FROM up JOIN messages m
-                    ON m.session_pk = up.session_pk AND m.id = up.id
-                WHERE up.id != up.from_id AND m.parent_id IS NOT NULL
-            )
-            SELECT * FROM (
-                SELECT {_SESSION}, c.id, c.from_id, c.to_id,
-                    EXISTS (SELECT 1 FROM messages m WHERE m.session_pk = c.session_pk AND m.id = c.from_id)
-                        AS from_exists,
-                    EXISTS (SELECT 1 FROM messages m WHERE m.session_pk = c.session_pk AND m.id = c.to_id)
-                        AS to_exists,
-                    EXISTS (SELECT 1 FROM up WHERE up.session_pk = c.session_pk AND up.overlay_id = c.id
-                        AND up.id = c.from_id) AS on_path
-                FROM compactions c JOIN sessions s ON s.pk = c.session_pk
-            ) WHERE NOT (from_exists AND to_exists AND on_path) ORDER BY session_id, id"""
-        )]
-
-    def stale_latest_pointers(self):
-        """Sessions whose ``latest_message_id`` (where appends go by default) is not their newest
-        message; ``latest_exists`` says whether it names a message at all."""
-        return [dict(r) for r in self._all(
-            f"""SELECT * FROM (
-                SELECT {_SESSION}, s.latest_message_id,
-                    (SELECT id FROM messages WHERE session_pk = s.pk ORDER BY seq DESC LIMIT 1) AS newest_id,
-                    EXISTS (SELECT 1 FROM messages WHERE session_pk = s.pk AND id = s.latest_message_id)
-                        AS latest_exists
-                FROM sessions s
-            ) WHERE latest_message_id IS NOT newest_id ORDER BY session_id"""
-        )]

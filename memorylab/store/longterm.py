@@ -1,20 +1,14 @@
 """SQL for long-term memory: scoped records in a workspace, their keyword search and provenance.
 
-A mixin of ``Store``; it relies on the store's ``transaction``, ``_one`` and ``_all``. Records
+A mixin of ``Store``; it relies on the store's ``transaction``, ``_one``, ``_all`` and dialect hooks. Records
 arrive already normalized by ``memorylab.longterm``; this layer only stores, filters and ranks.
 Scope isolation lives in the WHERE clauses: a query names one scope and, for session memories,
 one session, so another session's records cannot reach a candidate list.
 """
 import json
-import re
 
 from ..messages import utc_now_iso
-from .fts import fts_query
 
-MAX_QUERY_TERMS = 32
-"""Retrieval ORs the words of a prompt; past this many, the rarest words have already done the ranking."""
-
-_PHRASE = re.compile(r'"[^"]*"\*?')
 _RECORD_FIELDS = ("summary", "body", "tags", "importance", "scope", "kind", "session_id")
 
 
@@ -32,25 +26,11 @@ def _record_from_row(row):
     }
 
 
-def any_word_query(text):
-    """An FTS5 expression matching records that hold *any* word of ``text`` (None when it has none).
-
-    A prompt is a sentence, not a keyword list: the implicit AND of ``fts_query`` would demand every
-    word of it. Each of its safe phrases is ORed instead and BM25 ranks by how many, and how rare,
-    the matched words are. One-letter bare words go: as prefixes they would match nearly everything.
-    """
-    match = fts_query(text)
-    if match is None:
-        return None
-    phrases = [p for p in dict.fromkeys(_PHRASE.findall(match)) if not re.fullmatch(r'"\w"\*', p)]
-    return " OR ".join(phrases[:MAX_QUERY_TERMS]) or None
-
-
 def _scope_filter(scope, session_id):
     """The WHERE part that confines a query to one scope (and, for session memories, one session)."""
     if scope == "GLOBAL_MEMORY":
-        return "r.scope = 'GLOBAL_MEMORY'", []
-    return "r.scope = 'SESSION_MEMORY' AND r.session_id = ?", [session_id]
+        return "r.scope = 'GLOBAL_MEMORY'", {}
+    return "r.scope = 'SESSION_MEMORY' AND r.session_id = :session", {"session": session_id}
 
 
 class LongTermStorage:
@@ -61,11 +41,12 @@ class LongTermStorage:
             ids = [
                 conn.execute(
                     "INSERT INTO memory_records (workspace, kind, scope, session_id, summary, body, tags, importance,"
-                    " provenance, vector_index, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " provenance, vector_index, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    " RETURNING pk",
                     (workspace, r["kind"], r["scope"], r["session_id"], r["summary"], _dumps(r["body"]),
                      _dumps(r["tags"]), r["importance"], _dumps(r["provenance"]), _dumps(r["vector_index"]),
                      now, now),
-                ).lastrowid
+                ).fetchone()[0]
                 for r in records
             ]
         return [self.memory_record(workspace, pk) for pk in ids]
@@ -104,12 +85,12 @@ class LongTermStorage:
             ).rowcount > 0
 
     def find_memory_duplicate(self, workspace, scope, session_id, summary):
-        """The id of a record of the same scope (and session) with the same summary, ignoring ASCII case."""
+        """The id of a record of the same scope (and session) with the same summary, ignoring case."""
         scope_sql, params = _scope_filter(scope, session_id)
         row = self._one(
-            f"SELECT pk FROM memory_records r WHERE r.workspace = ? AND {scope_sql}"
-            " AND r.summary = ? COLLATE NOCASE LIMIT 1",
-            (workspace, *params, summary),
+            f"SELECT pk FROM memory_records r WHERE r.workspace = :workspace AND {scope_sql}"
+            " AND lower(r.summary) = lower(:summary) ORDER BY r.pk LIMIT 1",
+            {"workspace": workspace, "summary": summary, **params},
         )
         return row["pk"] if row else None
 
@@ -117,29 +98,31 @@ class LongTermStorage:
         """Records of one scope, best first: those holding any word of ``query`` (BM25, the summary
         weighing most) when a query is given, those carrying any of ``tags`` when tags are given.
         A query without a searchable word matches nothing, so the caller's fallback decides."""
-        scope_sql, scope_params = _scope_filter(scope, session_id)
-        where, params = [f"r.workspace = ? AND {scope_sql}"], [workspace, *scope_params]
+        scope_sql, params = _scope_filter(scope, session_id)
+        where = [f"r.workspace = :workspace AND {scope_sql}"]
+        params.update(workspace=workspace, limit=int(limit))
         source, order = "memory_records r", "r.importance DESC, r.updated_at DESC, r.pk DESC"
-        match = any_word_query(query) if query else None
-        if query and match is None:
+        found = self._full_text("memories", query, any_word=True) if query else None
+        if query and found is None:
             return []
-        if match:
-            source = "memory_records_fts JOIN memory_records r ON r.pk = memory_records_fts.rowid"
-            where.insert(0, "memory_records_fts MATCH ?")
-            params.insert(0, match)
-            order = f"bm25(memory_records_fts, 3.0, 1.0, 2.0), {order}"
+        if found:
+            fts, params["match"] = found
+            source = fts.source
+            where.insert(0, fts.condition)
+            order = f"{fts.rank}, {order}"
         if tags:
-            where.append(f"EXISTS (SELECT 1 FROM json_each(r.tags) t WHERE t.value IN ({', '.join('?' * len(tags))}))")
-            params.extend(tags)
+            params.update({f"tag{i}": tag for i, tag in enumerate(tags)})
+            where.append(f"EXISTS (SELECT 1 FROM {self._json_values('r.tags', 't')}"
+                         f" WHERE t.value IN ({', '.join(f':tag{i}' for i in range(len(tags)))}))")
         rows = self._all(
-            f"SELECT r.* FROM {source} WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?", (*params, int(limit))
+            f"SELECT r.* FROM {source} WHERE {' AND '.join(where)} ORDER BY {order} LIMIT :limit", params
         )
         return [_record_from_row(r) for r in rows]
 
     def memory_tags(self, workspace, session_id, *, limit=50):
         """The tags a session can retrieve by (global ones and its own), most used first."""
         rows = self._all(
-            """SELECT t.value AS tag FROM memory_records r, json_each(r.tags) t
+            f"""SELECT t.value AS tag FROM memory_records r, {self._json_values('r.tags', 't')}
             WHERE r.workspace = ? AND (r.scope = 'GLOBAL_MEMORY' OR r.session_id = ?)
             GROUP BY t.value ORDER BY COUNT(*) DESC, t.value LIMIT ?""",
             (workspace, session_id, int(limit)),
@@ -163,7 +146,7 @@ class LongTermStorage:
             JOIN messages u ON u.session_pk = a.session_pk AND u.id = a.parent_id
             WHERE s.session_id = ? AND a.role = 'assistant' AND a.text = ? AND u.role = 'user' AND u.text = ?
             ORDER BY a.seq DESC LIMIT 1""",
-            (session_id, assistant_text, user_text),
+            (session_id, self._searchable(assistant_text), self._searchable(user_text)),
         )
         if row is None:
             return None

@@ -2,8 +2,8 @@
 
 A mixin of ``Store``; it relies on the store's ``transaction``, ``_one`` and ``_all``. Timestamps
 arrive already in the store's ISO form, so the KV store's clock stays with its caller. Dates that
-may come from imports or users are compared through ``julianday`` rather than as text, because
-``...03Z`` and ``...03.000Z`` name the same instant but do not sort as the same string.
+may come from imports or users are compared as instants (the backend's ``_instant``) rather than as
+text, because ``...03Z`` and ``...03.000Z`` name the same instant but do not sort as the same string.
 """
 from ..errors import ConflictError, InvalidInputError
 
@@ -18,18 +18,13 @@ def _agent_from_row(row):
     return {"agent_id": row["agent_id"], "name": row["name"], "slug": row["slug"], "created_at": row["created_at"]}
 
 
-def _sqlite_glob(pattern):
-    """A ``*``/``?`` glob as a SQLite GLOB: only ``[`` would mean something more, so it is made literal."""
-    return pattern.replace("[", "[[]")
-
-
 class ManagerStorage:
     # -- agents --------------------------------------------------------------------------------
 
     def _register_agent_row(self, conn, tenant_id, agent_id, created_at):
         """Called inside every session-creating transaction: an agent exists once a session used it."""
         conn.execute(
-            "INSERT OR IGNORE INTO agents (tenant_id, agent_id, created_at) VALUES (?, ?, ?)",
+            "INSERT INTO agents (tenant_id, agent_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
             (tenant_id, agent_id, created_at),
         )
 
@@ -47,8 +42,8 @@ class ManagerStorage:
                     )
             conn.execute(
                 "INSERT INTO agents (tenant_id, agent_id, name, name_key, slug, created_at) VALUES (?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (tenant_id, agent_id) DO UPDATE SET name = COALESCE(excluded.name, name),"
-                " name_key = COALESCE(excluded.name_key, name_key), slug = COALESCE(excluded.slug, slug)",
+                " ON CONFLICT (tenant_id, agent_id) DO UPDATE SET name = COALESCE(excluded.name, agents.name),"
+                " name_key = COALESCE(excluded.name_key, agents.name_key), slug = COALESCE(excluded.slug, agents.slug)",
                 (tenant_id, agent_id, name, name_key, slug, created_at),
             )
             row = conn.execute(
@@ -63,7 +58,7 @@ class ManagerStorage:
             """SELECT *, CASE WHEN agent_id = :ref THEN 'id' WHEN slug = :ref THEN 'slug' ELSE 'name' END
                    AS matched_by
             FROM agents WHERE tenant_id = :tenant AND (agent_id = :ref OR slug = :ref OR name_key = :key)
-            ORDER BY matched_by != 'id', matched_by != 'slug', agent_id""",
+            ORDER BY CASE WHEN agent_id = :ref THEN 0 WHEN slug = :ref THEN 1 ELSE 2 END, agent_id""",
             {"tenant": tenant_id, "ref": reference, "key": name_key},
         )
         return [dict(_agent_from_row(r), matched_by=r["matched_by"]) for r in rows]
@@ -73,7 +68,7 @@ class ManagerStorage:
         rows = self._all(
             """SELECT a.*, COUNT(s.pk) AS session_count FROM agents a
             LEFT JOIN sessions s ON s.tenant_id = a.tenant_id AND s.agent_id = a.agent_id
-            WHERE a.tenant_id = ? GROUP BY a.agent_id ORDER BY a.agent_id""",
+            WHERE a.tenant_id = ? GROUP BY a.tenant_id, a.agent_id ORDER BY a.agent_id""",
             (tenant_id,),
         )
         return [dict(_agent_from_row(r), session_count=r["session_count"]) for r in rows]
@@ -100,13 +95,13 @@ class ManagerStorage:
             raise InvalidInputError(f"date_field must be one of {', '.join(_DATE_COLUMNS)}, got {date_field!r}")
         where = ["s.tenant_id = :tenant", "s.agent_id = :agent"]
         if interaction_before is not None:
-            where.append("julianday(COALESCE(m.created_at, s.created_at)) < julianday(:before)")
+            where.append(f"{self._instant('COALESCE(m.created_at, s.created_at)')} < {self._instant(':before')}")
         if status is None:
             where.append("s.status IS NULL")
         elif status is not ANY_STATUS:
             where.append("s.status = :status")
         if date_from is not None:
-            where.append(f"julianday({_DATE_COLUMNS[date_field]}) >= julianday(:date_from)")
+            where.append(f"{self._instant(_DATE_COLUMNS[date_field])} >= {self._instant(':date_from')}")
         rows = self._all(
             f"""SELECT s.session_id, s.status, s.created_at, s.updated_at,
                 (SELECT COUNT(*) FROM messages c WHERE c.session_pk = s.pk) AS message_count,
@@ -115,7 +110,7 @@ class ManagerStorage:
                 m.role AS last_role, m.text AS last_text, m.created_at AS last_at
             FROM sessions s LEFT JOIN messages m ON m.session_pk = s.pk AND m.id = s.latest_message_id
             WHERE {" AND ".join(where)}
-            ORDER BY julianday(s.updated_at) DESC, s.pk DESC LIMIT :limit OFFSET :offset""",
+            ORDER BY {self._instant('s.updated_at')} DESC, s.pk DESC LIMIT :limit OFFSET :offset""",
             {"tenant": tenant_id, "agent": agent_id, "before": interaction_before, "status": status,
              "date_from": date_from, "limit": limit, "offset": offset},
         )
@@ -161,10 +156,10 @@ class ManagerStorage:
         """Live entries whose key matches the ``*``/``?`` glob ``pattern``, by key (limit -1: all)."""
         rows = self._all(
             f"""SELECT key, value, expires_at, created_at, updated_at FROM kv_entries
-            WHERE tenant_id = :tenant AND namespace = :ns AND key GLOB :glob AND {_LIVE}
+            WHERE tenant_id = :tenant AND namespace = :ns AND {self._glob("key", ":glob")} AND {_LIVE}
             ORDER BY key LIMIT :limit OFFSET :offset""",
-            {"tenant": tenant_id, "ns": namespace, "glob": _sqlite_glob(pattern), "now": now,
-             "limit": limit, "offset": offset},
+            {"tenant": tenant_id, "ns": namespace, "glob": self._glob_pattern(pattern), "now": now,
+             "limit": limit if limit >= 0 else self.NO_LIMIT, "offset": offset},
         )
         return [dict(r) for r in rows]
 

@@ -1,0 +1,257 @@
+"""The PostgreSQL backend: one memory store shared by a team, or an agent's production database.
+
+``Store("postgresql://user@host/db")`` opens a ``PostgresStore``: a psycopg 3 connection pool, the
+schema of ``pg_schema`` and the SQL of ``core``, whose ``?``/``:name`` parameters are rewritten once
+per statement for psycopg. A transaction pins one pooled connection to its thread, so the reads a
+write makes see its own rows and nested calls join it; a read outside a transaction borrows any
+connection. Writers do not queue for the whole database as on SQLite: session writes lock their
+session's row instead (``FOR NO KEY UPDATE``), which keeps "append under the newest leaf" and
+overlay numbering exact under concurrent appends. Passwords come from the environment
+(``PGPASSWORD``) or ``~/.pgpass`` as libpq reads them; ``path`` never shows one.
+"""
+import re
+import threading
+from contextlib import contextmanager
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ..errors import InvalidInputError, MemoryLabError, StoreBusyError
+from .core import SNIPPET_MARKS, Store, unstorable
+from .fts import FullText, tsquery
+from .pg_schema import INDEXED_CHARACTERS, migrate
+
+_QUERY = "to_tsquery('simple', memorylab_fold(:match)) AS q"
+_FULL_TEXT = {
+    # Ranks are negated so that, as with FTS5's BM25, lower is better.
+    "messages": FullText(
+        f"messages m CROSS JOIN {_QUERY}", "m.tsv @@ q", "-ts_rank_cd(m.tsv, q)",
+        f"ts_headline('simple', left(m.text, {INDEXED_CHARACTERS}), q, 'StartSel={SNIPPET_MARKS[0]},"
+        f" StopSel={SNIPPET_MARKS[1]}, MaxFragments=1, MaxWords=24, MinWords=8')",
+    ),
+    "entries": FullText(f"search_entries e CROSS JOIN {_QUERY}", "e.tsv @@ q", "-ts_rank_cd(e.tsv, q)"),
+    # Weights {D, C, B, A}: the body (D) a third of the summary (A), the tags (B) two thirds, as on SQLite.
+    "memories": FullText(
+        f"memory_records r CROSS JOIN {_QUERY}", "r.tsv @@ q", "-ts_rank('{0.33, 0.33, 0.67, 1.0}', r.tsv, q)",
+    ),
+}
+
+_PLACEHOLDER = re.compile(r"%|\?|(?<![:\w]):([A-Za-z_]\w*)")
+_translated = {}
+
+
+def _translate(sql):
+    """SQLite's ``?`` and ``:name`` parameters as psycopg's ``%s`` and ``%(name)s`` (``%`` doubled)."""
+    found = _translated.get(sql)
+    if found is None:
+        found = _translated[sql] = _PLACEHOLDER.sub(
+            lambda m: "%%" if m.group(0) == "%" else "%s" if m.group(0) == "?" else f"%({m.group(1)})s", sql
+        )
+    return found
+
+
+class _Row(tuple):
+    """A result row that reads like ``sqlite3.Row``: by position, by column name, and through ``dict()``."""
+
+    __slots__ = ()
+    _index = {}
+
+    def __getitem__(self, key):
+        return tuple.__getitem__(self, self._index[key] if isinstance(key, str) else key)
+
+    def keys(self):
+        return list(self._index)
+
+
+_row_types = {}
+
+
+def _row_factory(cursor):
+    if cursor.description is None:
+        return tuple
+    names = tuple(column.name for column in cursor.description)
+    row_type = _row_types.get(names)
+    if row_type is None:
+        row_type = _row_types[names] = type("Row", (_Row,), {"__slots__": (), "_index": {
+            name: i for i, name in enumerate(names)}})
+    return row_type
+
+
+def redact(url):
+    """``url`` without its password (in the address or as a ``password=`` parameter)."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.split(':', 1)[0]}@{host}"
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k != "password"], safe="/")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+class _Connection:
+    """A pooled connection speaking the SQL of ``core``, with PostgreSQL's refusals made clear."""
+
+    __slots__ = ("raw", "store")
+
+    def __init__(self, raw, store):
+        self.raw, self.store = raw, store
+
+    def execute(self, sql, params=()):
+        try:
+            return self.raw.execute(_translate(sql), params)
+        except (psycopg.Error, UnicodeEncodeError) as error:
+            raise self.store._clear_error(error) from None
+
+    def executemany(self, sql, rows):
+        cursor = self.raw.cursor()
+        try:
+            cursor.executemany(_translate(sql), rows)
+        except (psycopg.Error, UnicodeEncodeError) as error:
+            raise self.store._clear_error(error) from None
+        return cursor
+
+
+class PostgresStore(Store):
+    """``Store("postgresql://user@host/db")``: the same contract as the SQLite file, on a server."""
+
+    FOR_UPDATE = " FOR NO KEY UPDATE"
+    NO_LIMIT = None
+
+    def __init__(self, url, *, timeout=30.0, pool_size=8):
+        self.url = url
+        self.path = redact(url)
+        self.timeout = timeout
+        self._local = threading.local()
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout))) as conn:
+                migrate(conn)
+        except psycopg.OperationalError as error:
+            raise MemoryLabError(f"cannot open the PostgreSQL store {self.path}: {str(error).strip()}") from None
+        self._pool = ConnectionPool(
+            url, min_size=1, max_size=pool_size, timeout=timeout, open=False, configure=self._configure,
+            kwargs={"autocommit": True, "row_factory": _row_factory}, name="memorylab",
+        )
+        self._pool.open(wait=True, timeout=timeout)
+
+    def _configure(self, conn):
+        # A lock held longer than the timeout (a long import, a stuck writer) fails the waiting
+        # statement instead of hanging it, as SQLite's busy timeout does.
+        conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
+
+    @property
+    def db(self):
+        raise MemoryLabError("sqlite-utils inspection (Store.db) needs a SQLite store; this one is PostgreSQL")
+
+    def close(self):
+        self._pool.close()
+
+    def _clear_error(self, error):
+        """A MemoryLabError for what a caller can act on; other database errors as they are."""
+        if isinstance(error, UnicodeEncodeError):
+            return unstorable(error, "PostgreSQL")
+        if isinstance(error, psycopg.DataError) and "NUL" in str(error):
+            return InvalidInputError(
+                "text holding a NUL character (\\x00) cannot be stored in PostgreSQL; nothing was written"
+            )
+        if isinstance(error, (pg_errors.LockNotAvailable, pg_errors.DeadlockDetected, PoolTimeout)):
+            return StoreBusyError(
+                f"{self.path}: another writer held what this write needed for {self.timeout:g} s (a long "
+                "import or compaction, or another process); nothing was changed. Retry when it has finished, "
+                "or open the Store with a larger timeout="
+            )
+        if isinstance(error, psycopg.OperationalError):
+            return MemoryLabError(f"lost the PostgreSQL store {self.path}: {str(error).strip()}")
+        return error
+
+    @contextmanager
+    def _pinned(self, isolation=None):
+        """A pooled connection pinned to this thread inside one transaction; nested calls join it."""
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            yield current
+            return
+        try:
+            with self._pool.connection() as raw:
+                conn = self._local.conn = _Connection(raw, self)
+                try:
+                    with raw.transaction():
+                        if isolation:
+                            raw.execute(f"SET TRANSACTION ISOLATION LEVEL {isolation}")
+                        yield conn
+                finally:
+                    self._local.conn = None
+        except (psycopg.Error, PoolTimeout) as error:
+            raise self._clear_error(error) from None
+
+    def transaction(self):
+        """A write transaction; nested calls join the outer one."""
+        return self._pinned()
+
+    def snapshot(self):
+        """A read transaction: several SELECTs see one consistent state of the database."""
+        return self._pinned("REPEATABLE READ")
+
+    @contextmanager
+    def _reading(self):
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            yield current
+            return
+        try:
+            with self._pool.connection() as raw:
+                yield _Connection(raw, self)
+        except PoolTimeout as error:
+            raise self._clear_error(error) from None
+
+    def _one(self, sql, params=()):
+        with self._reading() as conn:
+            return conn.execute(sql, params).fetchone()
+
+    def _all(self, sql, params=()):
+        with self._reading() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    # -- dialect --------------------------------------------------------------------------------
+
+    def _searchable(self, text):
+        # PostgreSQL text cannot hold NUL; the search copy shows U+FFFD where the message (kept
+        # whole in its JSON parts) has one.
+        return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+    def _full_text(self, kind, query, *, any_word=False):
+        match = tsquery(query, any_word=any_word)
+        return None if match is None else (_FULL_TEXT[kind], match)
+
+    @staticmethod
+    def _instant(expression):
+        return f"CAST({expression} AS timestamptz)"
+
+    @staticmethod
+    def _json_values(expression, alias):
+        return f"jsonb_array_elements_text(CAST({expression} AS jsonb)) AS {alias}(value)"
+
+    @staticmethod
+    def _glob(column, parameter):
+        return f"{column} LIKE {parameter} ESCAPE '\\'"
+
+    @staticmethod
+    def _glob_pattern(pattern):
+        """A ``*``/``?`` glob as a LIKE pattern: LIKE's own ``%``, ``_`` and ``\\`` are made literal."""
+        escaped = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return escaped.replace("*", "%").replace("?", "_")
+
+    # -- integrity: what PostgreSQL guarantees itself -------------------------------------------
+
+    def integrity_errors(self, limit=100):
+        """PostgreSQL checks its pages and indexes itself (and ``amcheck`` needs a superuser): none to report."""
+        return []
+
+    def fts_indexes(self):
+        """The search vectors are generated columns, recomputed with their row: no index to drift."""
+        return []
+
+    def rows_of_missing_parents(self):
+        """Foreign keys are always enforced on PostgreSQL: no row can outlive its session."""
+        return {}
