@@ -48,7 +48,6 @@ MAX_TAGS = 12
 DIAGNOSTICS_LOG_SIZE = 50
 ERROR_CHARS = 300
 EDITABLE_FIELDS = ("summary", "body", "tags", "importance", "scope", "session_id")
-INDEX_BACKEND = "fts5"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 DEFAULT_SETTINGS = {
@@ -432,7 +431,7 @@ class LongTermMemory:
         scope = memory["scope"]
         return {**memory, "kind": scope.lower(), "session_id": session_id if scope == SESSION else None,
                 "provenance": provenance,
-                "vector_index": {"requested": self.settings["vector_index"], "backend": INDEX_BACKEND,
+                "vector_index": {"requested": self.settings["vector_index"], "backend": self.store.SEARCH_ENGINE,
                                  "available": True}}
 
     # -- before a request: retrieval ------------------------------------------------------------
@@ -450,7 +449,7 @@ class LongTermMemory:
         diagnostics = self._begin("prepare_request", session_id, planner=_step_label(self.planner),
                                   reranker=_step_label(self.reranker), index=self._index_report())
         if self.settings["vector_index"]:
-            diagnostics["events"].append({"code": "memory_vector_unavailable", "backend": INDEX_BACKEND})
+            diagnostics["events"].append({"code": "memory_vector_unavailable", "backend": self.store.SEARCH_ENGINE})
         plan = diagnostics["plan"] = self._plan(session_id, prompt, diagnostics["events"])
         ranked, diagnostics["scopes"] = [], {}
         for scope in SCOPES:
@@ -467,7 +466,7 @@ class LongTermMemory:
         note = "keyword retrieval through SQLite FTS5"
         if self.settings["vector_index"]:
             note += "; a vector index was requested but no embedding backend is installed, so FTS5 serves it"
-        return {"backend": INDEX_BACKEND, "vector_requested": self.settings["vector_index"],
+        return {"backend": self.store.SEARCH_ENGINE, "vector_requested": self.settings["vector_index"],
                 "vector_available": False, "note": note}
 
     def _plan(self, session_id, prompt, events):

@@ -9,7 +9,7 @@ and the few expressions that differ, as the small hooks at the top of the class.
 """
 import json
 
-from ..errors import ConflictError, InvalidInputError, InvalidMessageError, NotFoundError
+from ..errors import ConflictError, InvalidInputError, InvalidMessageError, MemoryLabError, NotFoundError
 from ..messages import message_text, utc_now_iso
 from .context import ContextStorage
 from .integrity import IntegrityStorage
@@ -89,7 +89,11 @@ class Store(ContextStorage, ManagerStorage, LongTermStorage, IntegrityStorage):
     def __new__(cls, target=":memory:", **options):
         if cls is Store:
             if is_postgres_url(target):
-                from .postgres import PostgresStore as cls
+                try:
+                    from .postgres import PostgresStore as cls
+                except ImportError as error:
+                    raise MemoryLabError(f"a PostgreSQL store needs psycopg 3 and its pool ({error}): "
+                                         "pip install 'memorylab[postgres]'") from None
             else:
                 from .sqlite import SQLiteStore as cls
         return super().__new__(cls)

@@ -118,6 +118,7 @@ class PostgresStore(Store):
 
     FOR_UPDATE = " FOR NO KEY UPDATE"
     NO_LIMIT = None
+    SEARCH_ENGINE = "postgres-tsvector"
 
     def __init__(self, url, *, timeout=30.0, pool_size=8):
         self.url = url

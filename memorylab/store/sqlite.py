@@ -37,6 +37,7 @@ class SQLiteStore(SQLiteIntegrity, Store):
     """``Store("lab.db")`` or ``Store(":memory:")``."""
 
     NO_LIMIT = -1
+    SEARCH_ENGINE = "fts5"
 
     def __init__(self, path=":memory:", *, timeout=30.0):
         self.path = str(path)
