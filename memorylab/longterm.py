@@ -71,7 +71,7 @@ DEFAULT_SETTINGS = {
     "max_total_chars": 2000,  # over the rendered memory lines of one request
     "max_item_chars": 400,  # one rendered line; a longer one loses its body, then is skipped
     "default_importance": 0.5,
-    "vector_index": False,  # ask for an embedding index (none ships: records say so, FTS5 serves)
+    "vector_index": False,  # ask for an embedding index (none ships: records say so, keyword search serves)
     "model_kwargs": {},  # litellm arguments for the steps built from model= (api_base, temperature...)
 }
 _COUNT_SETTINGS = ("max_input_chars", "max_memories", "retries", "rerank_min_candidates", "candidates_per_scope",
@@ -463,9 +463,9 @@ class LongTermMemory:
                 "diagnostics": self._finish(diagnostics)}
 
     def _index_report(self):
-        note = "keyword retrieval through SQLite FTS5"
+        note = f"keyword retrieval through {self.store.SEARCH_DESCRIPTION}"
         if self.settings["vector_index"]:
-            note += "; a vector index was requested but no embedding backend is installed, so FTS5 serves it"
+            note += "; a vector index was requested but no embedding backend is installed, so keywords serve it"
         return {"backend": self.store.SEARCH_ENGINE, "vector_requested": self.settings["vector_index"],
                 "vector_available": False, "note": note}
 

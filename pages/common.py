@@ -1,32 +1,73 @@
 """What every page shares: the cached store, the selected session and leaf, the sidebar.
 
-Selection lives in ``st.session_state`` under three keys, so it survives page switches:
-``session_ref`` (tenant_id, agent_id, session_id), ``leaf_id`` (None = the newest leaf) and
-``model``. Every page calls ``setup_page`` first, which also makes it runnable on its own.
+Selection lives in ``st.session_state``, so it survives page switches: ``database`` (the target
+picked in the sidebar), ``session_ref`` (tenant_id, agent_id, session_id), ``leaf_id`` (None = the
+newest leaf) and ``model``. Every page calls ``setup_page`` first, which also makes it runnable on
+its own.
 """
 import json
 import os
+import sqlite3
+from urllib.parse import parse_qsl, urlsplit
 
 import streamlit as st
 
-from memorylab import Session, Store, load_samples
+from memorylab import MemoryLabError, Session, Store, load_samples
 from memorylab.samples import with_sample_context
+from memorylab.store import is_postgres_url
 
 PREFERRED_SESSION = "support-order-4471"
 
 
+def database_target():
+    """The database the lab shows: the one opened in the sidebar, else ``$MEMORYLAB_DB``, else ``lab.db``."""
+    return st.session_state.get("database") or os.environ.get("MEMORYLAB_DB", "lab.db")
+
+
 def open_store():
-    """The lab's store: ``$MEMORYLAB_DB``, else ``lab.db`` in the working directory."""
-    return _open_store(os.environ.get("MEMORYLAB_DB", "lab.db"))
+    return _open_store(database_target())
 
 
 @st.cache_resource(show_spinner="Opening the lab database…")
-def _open_store(path):
-    """One Store per database file for the whole server; a new, empty file gets the sample data."""
-    store = Store(path)
-    if not store.list_sessions():
+def _open_store(target):
+    """One Store per database for the whole server. A new SQLite file gets the sample data; a
+    PostgreSQL database is shared, so it only gets them when asked."""
+    store = Store(target)
+    if not is_postgres_url(target) and not store.list_sessions():
         load_samples(store)
     return store
+
+
+def _has_password(target):
+    parts = urlsplit(target)
+    return bool(parts.password) or any(key == "password" for key, _ in parse_qsl(parts.query))
+
+
+def _database_picker(store):
+    """Switch the lab to another SQLite file or a PostgreSQL URL; a failure keeps the current one."""
+    with st.sidebar.expander("Database", expanded=False):
+        st.caption(f"Open now: `{store.path}`")
+        with st.form("open_database", border=False):
+            typed = st.text_input(
+                "SQLite file or PostgreSQL URL", placeholder="lab.db or postgresql://user@host/db",
+                help="A PostgreSQL password comes from PGPASSWORD or ~/.pgpass, never from this box.")
+            opened = st.form_submit_button("Open")
+        typed = typed.strip()
+        if not opened or not typed:
+            return
+        if is_postgres_url(typed) and _has_password(typed):
+            st.error("Leave the password out of the URL: set PGPASSWORD or add it to ~/.pgpass, which the "
+                     "lab reads without ever showing it. The current database stays open.")
+            return
+        try:
+            _open_store(typed)
+        except (MemoryLabError, OSError, sqlite3.DatabaseError) as error:
+            st.error(f"Could not open it, so the current database stays open: {error}")
+            return
+        st.session_state["database"] = typed
+        st.session_state.pop("session_ref", None)
+        st.session_state["leaf_id"] = None
+        st.rerun()
 
 
 def lab_session(store, ref):
@@ -140,6 +181,7 @@ def setup_page(title, *, wide=True):
     st.session_state.setdefault("leaf_id", None)
     st.sidebar.markdown("### 🧠 memorylab")
     st.sidebar.caption(f"Database `{store.path}`")
+    _database_picker(store)
     ref = _session_picker(store)
     _model_picker()
     return store, (lab_session(store, ref) if ref else None)
@@ -152,9 +194,19 @@ def session_page(title, caption=None):
     if caption:
         st.caption(caption)
     if session is None:
-        st.info("The database holds no session yet: create the demo data with `memorylab demo`.")
-        st.stop()
+        offer_samples(store)
     return store, session
+
+
+def offer_samples(store):
+    """What an empty database shows: how to fill it, and a button for the sample data. Stops the page."""
+    st.info(f"`{store.path}` holds no session yet. Load the sample conversations here, run "
+            f"`memorylab --db {store.path} demo`, or import an export with `memorylab import FILE`.")
+    if st.button("Load the sample conversations", type="primary"):
+        with st.spinner("Loading the samples…"):
+            load_samples(store)
+        st.rerun()
+    st.stop()
 
 
 def active_leaf(session):

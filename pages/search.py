@@ -6,7 +6,7 @@ from pages.common import escape_markdown, open_in_tree, setup_page
 
 store, session = setup_page("Search")
 st.title("Search")
-st.caption("Full-text search (SQLite FTS5, BM25-ranked) over every text part. Words match as prefixes; "
+st.caption(f"Full-text search ({store.SEARCH_DESCRIPTION}) over every text part. Words match as prefixes; "
            "\"quoted words\" match as a phrase. Any text is safe to type.")
 
 query = st.text_input("Search", placeholder="e.g. refund card, \"wrong item\", A-4471", key="search_query")

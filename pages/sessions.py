@@ -2,7 +2,7 @@ import streamlit as st
 
 from memorylab import to_dataframe
 
-from pages.common import link_to, select_session, setup_page
+from pages.common import link_to, offer_samples, select_session, setup_page
 
 store, session = setup_page("Sessions")
 sessions = store.list_sessions()
@@ -11,9 +11,7 @@ st.title("Sessions")
 st.caption(f"Every conversation in `{store.path}`, with its branches and stored token estimate. "
            "Select a row to open it on every page.")
 if not sessions:
-    st.info("This database holds no sessions yet. Create the demo data with "
-            f"`memorylab demo --db {store.path}`, or import an export with `memorylab import FILE`.")
-    st.stop()
+    offer_samples(store)
 
 totals = st.columns(4)
 totals[0].metric("Sessions", len(sessions))

@@ -140,15 +140,14 @@ def _free_port():
         return sock.getsockname()[1]
 
 
-@pytest.fixture
-def lab_server(lab_db):
-    """`streamlit run app.py` on a free port; yields its URL."""
+def serve_lab(target):
+    """`streamlit run app.py` on a free port with ``MEMORYLAB_DB=target``; yields its URL."""
     port = _free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
          "--server.port", str(port), "--browser.gatherUsageStats", "false"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        env={**os.environ, "MEMORYLAB_DB": str(lab_db)},
+        env={**os.environ, "MEMORYLAB_DB": str(target)},
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
@@ -164,6 +163,11 @@ def lab_server(lab_db):
     yield url
     server.terminate()
     server.wait(timeout=20)
+
+
+@pytest.fixture
+def lab_server(lab_db):
+    yield from serve_lab(lab_db)
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,8 @@ import pytest
 
 from memorylab import Session, Store, load_samples
 
+from conftest import serve_lab
+
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = Path(os.environ.get("MEMORYLAB_SCREENSHOTS", ROOT / "screenshots"))
 HOSTILE = "<img src=x onerror=alert(1)> <script>alert('xss')</script> **not bold**"
@@ -47,13 +49,13 @@ def page(browser, seeded_lab_db, lab_server):
     page.close()
 
 
-def open_page(page, base, path, expected):
+def open_page(page, base, path, expected, shot=None):
     page.goto(f"{base}/{path}")
     page.get_by_text(expected).first.wait_for(timeout=60_000)
     page.wait_for_timeout(700)  # let charts finish drawing before the screenshot
     assert page.locator("[data-testid='stException']").count() == 0, f"/{path} shows an exception"
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=SHOTS / f"{path or 'sessions'}.png", full_page=True)
+    page.screenshot(path=SHOTS / f"{shot or path or 'sessions'}.png", full_page=True)
 
 
 def test_every_page_renders_in_the_browser(page, lab_server):
@@ -79,3 +81,25 @@ def test_html_in_a_message_renders_as_text_and_runs_nothing(page, lab_server):
     assert page.locator("img[src='x']").count() == 0
     page.screenshot(path=SHOTS / "search_hostile.png", full_page=True)
     assert page.dialogs == []
+
+
+@pytest.fixture
+def postgres_lab(postgres_url):
+    """The lab served from a PostgreSQL database holding the samples."""
+    with Store(postgres_url) as store:
+        load_samples(store)
+    yield from serve_lab(postgres_url)
+
+
+def test_the_lab_runs_on_a_postgres_store(browser, postgres_lab):
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    open_page(page, postgres_lab, "", "Tokens (estimate)", shot="postgres_sessions")
+    assert page.get_by_text("postgresql://", exact=False).count() > 0
+    open_page(page, postgres_lab, "tree", "Active path", shot="postgres_tree")
+    open_page(page, postgres_lab, "search", "Type words to search", shot="postgres_search")
+    page.get_by_role("textbox", name="Search").fill("refund")
+    page.keyboard.press("Enter")
+    page.get_by_text("Open in tree").first.wait_for(timeout=30_000)
+    assert page.locator("[data-testid='stException']").count() == 0
+    page.screenshot(path=SHOTS / "postgres_search.png", full_page=True)
+    page.close()

@@ -1,8 +1,10 @@
-"""Several writers on one file lose nothing, and latest-leaf appends stay one valid chain."""
+"""Several writers on one store (a file, or a PostgreSQL server) lose nothing, and latest-leaf
+appends stay one valid chain."""
 import multiprocessing
 import threading
 
 from memorylab import Session, Store
+from memorylab.check import check_database
 
 from conftest import text_message
 
@@ -31,22 +33,22 @@ def _assert_one_chain(session, expected):
     assert len(session.get_leaves()) == 1
 
 
-def test_processes_appending_to_one_file_lose_nothing(db_path):
-    Store(db_path).close()
+def test_processes_appending_to_one_store_lose_nothing(store_target):
+    Store(store_target).close()
     context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_append_from_process, args=(str(db_path), w, PER_PROCESS))
+    workers = [context.Process(target=_append_from_process, args=(str(store_target), w, PER_PROCESS))
                for w in range(PROCESSES)]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join(timeout=300)
         assert worker.exitcode == 0
-    with Store(db_path) as store:
+    with Store(store_target) as store:
         _assert_one_chain(Session.open(store, "shared"), PROCESSES * PER_PROCESS)
         for w in range(PROCESSES):
             assert Session.open(store, f"own-{w}").stats()["messages"] == PER_PROCESS // 10
         assert len(store.search("worker")) == 20
-        assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert check_database(store).ok
 
 
 def test_threads_sharing_one_store_lose_nothing(store):

@@ -250,3 +250,35 @@ def test_long_term_session_memories_never_leak_into_another_session(lab_db):
     [b for b in app.button if b.label == "Run prepare_request"][0].click().run()
     injected = " ".join(c.value for c in app.code)
     assert "Visa ending 4412" not in injected
+
+
+def _open_database(app, target):
+    [box] = [t for t in app.sidebar.text_input if t.label == "SQLite file or PostgreSQL URL"]
+    box.set_value(target)
+    app.button(key="FormSubmitter:open_database-Open").click().run()
+    assert not app.exception, [e.message for e in app.exception]
+    return app
+
+
+def test_the_sidebar_switches_to_postgres_and_keeps_the_current_database_on_failure(lab_db, postgres_url, tmp_path):
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    app.run()
+    assert app.session_state["session_ref"][2] == "support-order-4471"
+
+    _open_database(app, "postgresql://ada:s3cret@/memory?host=/nowhere")
+    assert any("Leave the password out of the URL" in e.value for e in app.error)
+    _open_database(app, f"postgresql://ada@/memory?host={tmp_path}")
+    assert any(e.value.startswith("Could not open it, so the current database stays open") for e in app.error)
+    assert "database" not in app.session_state and app.session_state["session_ref"][2] == "support-order-4471"
+
+    _open_database(app, postgres_url)
+    assert app.session_state["database"] == postgres_url
+    assert any("holds no session yet" in i.value for i in app.info)  # a shared database is not filled unasked
+    app.button[0].click().run()
+    assert not app.exception
+    with Store(postgres_url) as store:
+        sessions = {s["session_id"] for s in store.list_sessions()}
+    assert "support-order-4471" in sessions
+    assert set(app.dataframe[0].value["session"]) == sessions
+    app.switch_page("pages/search.py").run()
+    assert not app.exception and app.session_state["database"] == postgres_url

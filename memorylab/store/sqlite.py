@@ -38,6 +38,7 @@ class SQLiteStore(SQLiteIntegrity, Store):
 
     NO_LIMIT = -1
     SEARCH_ENGINE = "fts5"
+    SEARCH_DESCRIPTION = "SQLite FTS5, ranked by BM25"
 
     def __init__(self, path=":memory:", *, timeout=30.0):
         self.path = str(path)
