@@ -113,7 +113,7 @@ def _latest_leaves(store):
 
 
 CHECKS = (
-    ("integrity", "SQLite's integrity check: pages, indexes and constraints", _integrity),
+    ("integrity", "the engine's own integrity check (SQLite: pages, indexes, constraints)", _integrity),
     ("full-text", "every search index matches the rows it indexes", _full_text),
     ("orphans", "every row belongs to a session, every parent exists", _orphans),
     ("cycles", "every message is reached from a root", _cycles),

@@ -9,9 +9,10 @@ from pathlib import Path
 from .check import check_database
 from .errors import MemoryLabError
 from .io import export_session, import_session, read_export, write_export
+from .migrate import copy_store
 from .samples import load_samples
 from .session import Session
-from .store import Store
+from .store import Store, is_postgres_url
 
 DEFAULT_DB = os.environ.get("MEMORYLAB_DB", "memorylab.db")
 
@@ -26,11 +27,11 @@ def build_parser():
         prog="memorylab",
         description="Inspect and manage memorylab databases: agent conversations stored as trees.",
     )
-    parser.add_argument("--db", default=DEFAULT_DB,
-                        help="SQLite database file (default: $MEMORYLAB_DB or %(default)s)")
+    parser.add_argument("--db", default=DEFAULT_DB, help="SQLite database file or postgresql://user@host/db URL "
+                                                        "(default: $MEMORYLAB_DB or %(default)s)")
     # --db is accepted after the command too ("memorylab demo --db lab.db").
     db_option = argparse.ArgumentParser(add_help=False)
-    db_option.add_argument("--db", default=argparse.SUPPRESS, help="SQLite database file")
+    db_option.add_argument("--db", default=argparse.SUPPRESS, help="SQLite database file or postgresql:// URL")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name, help):
@@ -56,10 +57,18 @@ def build_parser():
     stats.add_argument("--agent", help="only this agent")
     stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
-    check = command("check", help="check a database: SQLite integrity, search indexes, orphaned rows, "
+    check = command("check", help="check a database: engine integrity, search indexes, orphaned rows, "
                                   "parent loops, overlays; exits 1 when anything is wrong")
     check.add_argument("db", nargs="?", default=argparse.SUPPRESS, metavar="DB",
-                       help="the database file (default: --db)")
+                       help="the database file or postgresql:// URL (default: --db)")
+
+    about = ("copy a whole store to an empty one, SQLite or PostgreSQL, and verify the copy (row counts, "
+             "every row, every session's export); nothing is written unless it verifies")
+    migrate = commands.add_parser("migrate", help=about, description=about)
+    migrate.add_argument("--from", dest="source", required=True, metavar="SOURCE",
+                         help="the store to copy: a database file or postgresql:// URL")
+    migrate.add_argument("--to", dest="target", required=True, metavar="TARGET",
+                         help="an empty store: a new database file or a postgresql:// URL")
     return parser
 
 
@@ -107,15 +116,41 @@ def _check(store, args):
 COMMANDS = {"demo": _demo, "import": _import, "export": _export, "stats": _stats, "check": _check}
 
 
+def _show_progress(step, done, total):
+    """One line per table on stderr; on a terminal the line counts up while the table is copied."""
+    line = f"{step}: {done:,} of {total:,}"
+    if sys.stderr.isatty():
+        print("\r" + line, end="\n" if done == total else "", file=sys.stderr, flush=True)
+    elif done == total:
+        print(line, file=sys.stderr)
+
+
+def _migrate(args):
+    print(copy_store(args.source, args.target, progress=_show_progress))
+
+
+def _reportable(error):
+    """Errors that are the user's to act on: one line, no traceback."""
+    if isinstance(error, (MemoryLabError, OSError, sqlite3.DatabaseError)):
+        return True
+    psycopg = sys.modules.get("psycopg")  # only loaded when a postgresql:// URL was opened
+    return psycopg is not None and isinstance(error, psycopg.Error)
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    if args.command in ("export", "stats", "check") and not Path(args.db).exists():
-        print(f"memorylab: error: no database at {args.db} (create one with: memorylab --db {args.db} demo)",
-              file=sys.stderr)
-        return 1
     try:
+        if args.command == "migrate":
+            return _migrate(args) or 0
+        if args.command in ("export", "stats", "check") and not is_postgres_url(args.db) \
+                and not Path(args.db).exists():
+            raise MemoryLabError(f"no database at {args.db} (create one with: memorylab --db {args.db} demo)")
         with Store(args.db) as store:
             return COMMANDS[args.command](store, args) or 0
-    except (MemoryLabError, OSError, sqlite3.DatabaseError) as error:
-        print(f"memorylab: error: {error}", file=sys.stderr)
+    except Exception as error:
+        if not _reportable(error):
+            raise
+        # A server's error may add DETAIL and HINT lines.
+        message = " ".join(line.strip() for line in str(error).splitlines())
+        print(f"memorylab: error: {message}", file=sys.stderr)
         return 1

@@ -84,3 +84,20 @@ def test_not_a_database_is_a_clear_error(tmp_path):
     result = run_cli("--db", str(fake), "stats")
     assert result.returncode == 1 and result.stderr.startswith("memorylab: error:")
     assert "Traceback" not in result.stderr
+
+
+def test_db_may_be_a_postgres_url(postgres_url, capsys):
+    assert main(["--db", postgres_url, "stats"]) == 0
+    assert "0 session(s), 0 messages" in capsys.readouterr().out
+    assert main(["demo", "--db", postgres_url]) == 0
+    assert main(["check", postgres_url]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{postgres_url}: loaded {len(sample_files())} sample session(s)")
+    assert out.rstrip().endswith("no problems found")
+    assert main(["--db", postgres_url, "export", "support-order-4471", "--agent", "support-bot"]) == 0
+    assert json.loads(capsys.readouterr().out)["session"]["id"] == "support-order-4471"
+
+
+def test_help_says_db_may_be_a_url():
+    assert "postgresql://" in run_cli("--help").stdout
+    assert "--from SOURCE --to TARGET" in run_cli("migrate", "--help").stdout

@@ -21,6 +21,7 @@ import pytest
 
 from memorylab import Session, Store, create_compact_function, import_session, read_export
 from memorylab.check import check_database
+from memorylab.store import is_postgres_url
 
 from conftest import text_message
 
@@ -29,12 +30,22 @@ KILL_AFTER_ROWS = 25_000
 APPENDER_KILLS = 3
 
 
-def database_rows(path):
-    """Every row of every table (FTS shadow tables included), to compare a file before and after."""
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
-        tables = [row[0] for row in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%'")]
+def database_rows(target):
+    """Every row of every table (FTS shadow tables included), to compare a database before and after:
+    read straight from the SQLite file, or from the PostgreSQL schema the URL names."""
+    if is_postgres_url(str(target)):
+        import psycopg
+
+        conn = psycopg.connect(str(target))
+        tables_sql = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+    else:
+        conn = sqlite3.connect(f"file:{target}?mode=ro", uri=True)
+        tables_sql = "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%'"
+    try:
+        tables = [row[0] for row in conn.execute(tables_sql).fetchall()]
         return {table: sorted(conn.execute(f'SELECT * FROM "{table}"').fetchall(), key=repr) for table in tables}
+    finally:
+        conn.close()
 
 
 def assert_sound(path):

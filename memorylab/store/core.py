@@ -11,6 +11,7 @@ import json
 
 from ..errors import ConflictError, InvalidInputError, InvalidMessageError, MemoryLabError, NotFoundError
 from ..messages import message_text, utc_now_iso
+from .bulk import BulkStorage
 from .context import ContextStorage
 from .integrity import IntegrityStorage
 from .longterm import LongTermStorage
@@ -78,7 +79,7 @@ def _compaction_from_row(row):
     }
 
 
-class Store(ContextStorage, ManagerStorage, LongTermStorage, IntegrityStorage):
+class Store(ContextStorage, ManagerStorage, LongTermStorage, IntegrityStorage, BulkStorage):
     """A memorylab database: ``Store("lab.db")``, ``Store(":memory:")`` or
     ``Store("postgresql://user@host/db")``."""
 

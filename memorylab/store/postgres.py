@@ -119,6 +119,7 @@ class PostgresStore(Store):
     FOR_UPDATE = " FOR NO KEY UPDATE"
     NO_LIMIT = None
     SEARCH_ENGINE = "postgres-tsvector"
+    SEARCH_DESCRIPTION = "PostgreSQL tsvector, ranked by ts_rank"
 
     def __init__(self, url, *, timeout=30.0, pool_size=8):
         self.url = url
@@ -129,7 +130,7 @@ class PostgresStore(Store):
             with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout))) as conn:
                 migrate(conn)
         except psycopg.OperationalError as error:
-            raise MemoryLabError(f"cannot open the PostgreSQL store {self.path}: {str(error).strip()}") from None
+            raise MemoryLabError(f"cannot open the PostgreSQL store {self.path}: {' '.join(str(error).split())}") from None
         self._pool = ConnectionPool(
             url, min_size=1, max_size=pool_size, timeout=timeout, open=False, configure=self._configure,
             kwargs={"autocommit": True, "row_factory": _row_factory}, name="memorylab",
@@ -167,15 +168,21 @@ class PostgresStore(Store):
         return error
 
     @contextmanager
-    def _pinned(self, isolation=None):
-        """A pooled connection pinned to this thread inside one transaction; nested calls join it."""
+    def _connection(self, isolation=None):
+        """The connection this thread has pinned inside a transaction, else one from the pool: pinned
+        inside a new transaction when ``isolation`` is given ("" for the server's default level), in
+        autocommit for a single read when it is None."""
         current = getattr(self._local, "conn", None)
         if current is not None:
             yield current
             return
         try:
             with self._pool.connection() as raw:
-                conn = self._local.conn = _Connection(raw, self)
+                conn = _Connection(raw, self)
+                if isolation is None:
+                    yield conn
+                    return
+                self._local.conn = conn
                 try:
                     with raw.transaction():
                         if isolation:
@@ -188,30 +195,18 @@ class PostgresStore(Store):
 
     def transaction(self):
         """A write transaction; nested calls join the outer one."""
-        return self._pinned()
+        return self._connection("")
 
     def snapshot(self):
         """A read transaction: several SELECTs see one consistent state of the database."""
-        return self._pinned("REPEATABLE READ")
-
-    @contextmanager
-    def _reading(self):
-        current = getattr(self._local, "conn", None)
-        if current is not None:
-            yield current
-            return
-        try:
-            with self._pool.connection() as raw:
-                yield _Connection(raw, self)
-        except PoolTimeout as error:
-            raise self._clear_error(error) from None
+        return self._connection("REPEATABLE READ")
 
     def _one(self, sql, params=()):
-        with self._reading() as conn:
+        with self._connection() as conn:
             return conn.execute(sql, params).fetchone()
 
     def _all(self, sql, params=()):
-        with self._reading() as conn:
+        with self._connection() as conn:
             return conn.execute(sql, params).fetchall()
 
     # -- dialect --------------------------------------------------------------------------------
@@ -242,6 +237,12 @@ class PostgresStore(Store):
         """A ``*``/``?`` glob as a LIKE pattern: LIKE's own ``%``, ``_`` and ``\\`` are made literal."""
         escaped = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         return escaped.replace("*", "%").replace("?", "_")
+
+    def advance_identity(self, table, column):
+        """An identity's sequence does not see keys inserted explicitly (``memorylab migrate``): move it
+        past the largest, or the next generated key collides. ``setval`` is not undone by a rollback."""
+        with self.transaction() as conn:
+            conn.execute(f"SELECT setval(pg_get_serial_sequence(?, ?), MAX({column})) FROM {table}", (table, column))
 
     # -- integrity: what PostgreSQL guarantees itself -------------------------------------------
 
