@@ -52,7 +52,11 @@ def page(browser, seeded_lab_db, lab_server):
 def open_page(page, base, path, expected, shot=None):
     page.goto(f"{base}/{path}")
     page.get_by_text(expected).first.wait_for(timeout=60_000)
-    page.wait_for_timeout(700)  # let charts finish drawing before the screenshot
+    # Charts and tables draw after the text: wait for the first of each before the screenshot.
+    for drawn in ("[data-testid='stPlotlyChart'] .main-svg", "[data-testid='stDataFrame'] canvas"):
+        if page.locator(drawn.split(" ")[0]).count():
+            page.locator(drawn).first.wait_for(timeout=30_000)
+    page.wait_for_timeout(700)
     assert page.locator("[data-testid='stException']").count() == 0, f"/{path} shows an exception"
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=SHOTS / f"{shot or path or 'sessions'}.png", full_page=True)
