@@ -1,6 +1,6 @@
-"""memorylab against raw sqlite3 and peer libraries, side by side, in one run.
+"""memorylab against raw sqlite3, raw psycopg and peer libraries, side by side, in one run.
 
-    python benchmarks/run.py [--quick] [--json PATH] [--only GROUP]
+    python benchmarks/run.py [--quick] [--json PATH] [--markdown] [--only GROUP] [--postgres URL]
 
 Each benchmark runs memorylab and its baselines in this process, interleaved (batch by batch or
 call by call, the order rotating), for several repetitions, and reports the medians and the ratio
@@ -9,36 +9,52 @@ A benchmark with an absolute target (plan, tree_figure, startup, search latency)
 itself as its baseline, so its ratio is measured / target and passes at 1.0 or less.
 Peer libraries come from requirements-bench.txt; without them their rows say "skipped".
 
+The postgres group runs append, history and search on memorylab's PostgreSQL backend against raw
+psycopg on the same tables, and memorylab on SQLite beside them for the same workload (the
+"backends" table). Its server is --postgres URL, else $MEMORYLAB_PG_URL, else a throwaway one
+started with tests/pgserver.py; each run works in schemas of its own and drops them afterwards.
+Without a server or psycopg, one line says why its rows were skipped.
+
 The cyclic garbage collector is paused while benchmarks run and emptied between them (as timeit
 does): otherwise a collection of the benchmark's own data lands on whichever contender happens to
 be running, and one 10k-message read takes 70 ms in one round and 300 ms in the next.
 """
 import argparse
 import asyncio
+import functools
 import gc
 import json
 import os
 import platform
 import random
+import shutil
 import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "tests"))
 
+import pgserver  # noqa: E402
 from corpus import QUERIES, kv_values, openai_messages  # noqa: E402
 
 from memorylab import KVStore, Session, Store, import_session, plan_compaction  # noqa: E402
 from memorylab.io import EXPORT_FORMAT, EXPORT_VERSION  # noqa: E402
-from memorylab.store.fts import fts_query  # noqa: E402
+from memorylab.store.fts import fts_query, tsquery  # noqa: E402
 
+try:
+    import psycopg
+except ImportError:
+    psycopg = None
 try:
     from agents.memory import SQLiteSession
 except ImportError:
@@ -67,6 +83,9 @@ class Config:
     figure_repetitions: int
     import_repetitions: int
     app_repetitions: int
+    pg_appends: int
+    pg_append_repetitions: int
+    pg_stored: int
 
     def sized(self, count, full):
         """A workload size for the table, saying when --quick shrank it."""
@@ -76,11 +95,13 @@ class Config:
 FULL = Config(appends=10_000, append_batch=250, append_repetitions=5, read_repetitions=9,
               stored_small=1_000, stored_large=100_000, scaling_appends=2_000, search_rounds=5,
               kv_entries=10_000, kv_repetitions=5, tree_nodes=2_000, figure_repetitions=5,
-              import_repetitions=7, app_repetitions=5)
+              import_repetitions=7, app_repetitions=5, pg_appends=2_000, pg_append_repetitions=3,
+              pg_stored=20_000)
 QUICK = Config(appends=2_000, append_batch=250, append_repetitions=3, read_repetitions=5,
                stored_small=1_000, stored_large=20_000, scaling_appends=1_000, search_rounds=3,
                kv_entries=2_000, kv_repetitions=3, tree_nodes=2_000, figure_repetitions=3,
-               import_repetitions=5, app_repetitions=3)
+               import_repetitions=5, app_repetitions=3, pg_appends=1_000, pg_append_repetitions=2,
+               pg_stored=5_000)
 
 
 @dataclass
@@ -93,6 +114,8 @@ class Row:
     baseline_name: str
     skipped: str | None = None
     note: str | None = None
+    sqlite: float | None = None
+    """For a row timing the PostgreSQL backend: memorylab on SQLite in the same workload."""
 
     @property
     def ratio(self):
@@ -107,7 +130,7 @@ class Row:
     def to_json(self):
         data = {"memorylab": self.memorylab, "baseline": self.baseline, "ratio": self.ratio,
                 "target": self.target, "unit": self.unit, "baseline_name": self.baseline_name}
-        for key in ("skipped", "note"):
+        for key in ("skipped", "note", "sqlite"):
             if getattr(self, key):
                 data[key] = getattr(self, key)
         return data
@@ -152,6 +175,17 @@ def interleave_calls(contenders, repetitions):
     return samples
 
 
+def interleave_queries(contenders, rounds):
+    """Run every query of ``QUERIES`` through each ``fn(query) -> seconds`` in turn, ``rounds`` times;
+    returns the samples, one per query and round."""
+    samples = {name: [] for name in contenders}
+    for round_ in range(rounds):
+        for turn, query in enumerate(QUERIES):
+            for name in rotated(list(contenders), round_ + turn):
+                samples[name].append(contenders[name](query))
+    return samples
+
+
 def timed(fn, *args):
     started = time.perf_counter()
     fn(*args)
@@ -184,8 +218,8 @@ def configure(conn):
 
 
 class MemorylabAppender:
-    def __init__(self, directory):
-        self.store = Store(directory / "memorylab.db")
+    def __init__(self, target):
+        self.store = Store(target)
         self.session = Session.create(self.store, "bench")
 
     def append(self, batch):
@@ -198,18 +232,21 @@ class MemorylabAppender:
         self.store.close()
 
 
-class RawAppender:
-    """What memorylab stores for each message, as hand-written sqlite3: one row, one FTS row, one commit."""
+RAW_PATH = """WITH RECURSIVE path(seq, parent_id, depth) AS (
+        SELECT seq, parent_id, 0 FROM messages WHERE {session} AND id = {leaf}
+        UNION ALL
+        SELECT m.seq, m.parent_id, path.depth + 1 FROM messages m JOIN path
+            ON m.{session} AND m.id = path.parent_id)
+    SELECT m.id, m.parent_id, m.role, m.parts, m.created_at, m.metadata, m.tokens
+    FROM path JOIN messages m ON m.seq = path.seq ORDER BY path.depth DESC"""
+"""The raw baselines' path walk: ``{session}`` picks the session's rows, ``{leaf}`` is the leaf's parameter."""
 
-    def __init__(self, directory):
-        self.conn = configure(sqlite3.connect(directory / "raw.db", isolation_level=None))
-        self.conn.execute(
-            "CREATE TABLE messages (seq INTEGER PRIMARY KEY, session TEXT, id TEXT, parent_id TEXT, role TEXT,"
-            " parts TEXT, text TEXT, created_at TEXT, metadata TEXT, tokens INTEGER, UNIQUE (session, id))"
-        )
-        self.conn.execute(
-            "CREATE VIRTUAL TABLE messages_fts USING fts5(text, content='messages', content_rowid='seq')"
-        )
+
+class RawAppender:
+    """What memorylab stores for each message, as hand-written SQL: one message row and its search
+    index entry, one transaction per message. Each engine's subclass writes ``_write`` and ``_path``."""
+
+    def __init__(self):
         self.count = 0
         self.leaf = None
 
@@ -219,14 +256,7 @@ class RawAppender:
             message_id = f"m{self.count}"
             text = message["content"]
             parts = json.dumps([{"type": "text", "text": text}], ensure_ascii=False, separators=(",", ":"))
-            self.conn.execute("BEGIN IMMEDIATE")
-            seq = self.conn.execute(
-                "INSERT INTO messages (session, id, parent_id, role, parts, text, created_at, metadata, tokens)"
-                " VALUES ('bench', ?, ?, ?, ?, ?, '2026-01-01T00:00:00.000Z', '{}', ?)",
-                (message_id, self.leaf, message["role"], parts, text, len(text) // 4),
-            ).lastrowid
-            self.conn.execute("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", (seq, text))
-            self.conn.execute("COMMIT")
+            self._write(message_id, message["role"], parts, text, len(text) // 4)
             self.leaf = message_id
             self.count += 1
         return time.perf_counter() - started
@@ -234,23 +264,67 @@ class RawAppender:
     def history(self):
         """Root-to-leaf path by a recursive CTE, each row's JSON decoded: the floor for get_history."""
         started = time.perf_counter()
-        rows = self.conn.execute(
-            """WITH RECURSIVE path(seq, parent_id, depth) AS (
-                SELECT seq, parent_id, 0 FROM messages WHERE session = 'bench' AND id = ?
-                UNION ALL
-                SELECT m.seq, m.parent_id, path.depth + 1 FROM messages m JOIN path
-                    ON m.session = 'bench' AND m.id = path.parent_id)
-            SELECT m.id, m.parent_id, m.role, m.parts, m.created_at, m.metadata, m.tokens
-            FROM path JOIN messages m ON m.seq = path.seq ORDER BY path.depth DESC""",
-            (self.leaf,),
-        ).fetchall()
         history = [{"id": r[0], "parent_id": r[1], "role": r[2], "parts": json.loads(r[3]), "created_at": r[4],
-                    "metadata": json.loads(r[5]), "tokens": r[6]} for r in rows]
+                    "metadata": json.loads(r[5]), "tokens": r[6]} for r in self._path()]
         assert len(history) == self.count
         return time.perf_counter() - started
 
     def close(self):
         self.conn.close()
+
+
+class SQLiteRawAppender(RawAppender):
+    """Raw sqlite3 with memorylab's settings: the row, its FTS5 row, one commit."""
+
+    def __init__(self, directory):
+        super().__init__()
+        self.conn = configure(sqlite3.connect(directory / "raw.db", isolation_level=None))
+        self.conn.execute(
+            "CREATE TABLE messages (seq INTEGER PRIMARY KEY, session TEXT, id TEXT, parent_id TEXT, role TEXT,"
+            " parts TEXT, text TEXT, created_at TEXT, metadata TEXT, tokens INTEGER, UNIQUE (session, id))"
+        )
+        self.conn.execute(
+            "CREATE VIRTUAL TABLE messages_fts USING fts5(text, content='messages', content_rowid='seq')"
+        )
+
+    def _write(self, message_id, role, parts, text, tokens):
+        self.conn.execute("BEGIN IMMEDIATE")
+        seq = self.conn.execute(
+            "INSERT INTO messages (session, id, parent_id, role, parts, text, created_at, metadata, tokens)"
+            " VALUES ('bench', ?, ?, ?, ?, ?, '2026-01-01T00:00:00.000Z', '{}', ?)",
+            (message_id, self.leaf, role, parts, text, tokens),
+        ).lastrowid
+        self.conn.execute("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", (seq, text))
+        self.conn.execute("COMMIT")
+
+    def _path(self):
+        return self.conn.execute(RAW_PATH.format(session="session = 'bench'", leaf="?"), (self.leaf,)).fetchall()
+
+
+class PostgresRawAppender(RawAppender):
+    """Raw psycopg on memorylab's own PostgreSQL tables (made by opening a Store there, untimed): the
+    row, whose tsvector the table generates, and the session's latest pointer, one transaction."""
+
+    def __init__(self, url):
+        super().__init__()
+        with Store(url) as store:
+            self.pk = Session.create(store, "bench").pk
+        self.url = url
+        self.conn = psycopg.connect(url, autocommit=True)
+
+    def _write(self, message_id, role, parts, text, tokens):
+        with self.conn.transaction():
+            self.conn.execute(
+                "INSERT INTO messages (session_pk, id, parent_id, role, parts, text, created_at, metadata, tokens)"
+                " VALUES (%s, %s, %s, %s, %s, %s, '2026-01-01T00:00:00.000Z', '{}', %s)",
+                (self.pk, message_id, self.leaf, role, parts, text, tokens),
+            )
+            self.conn.execute("UPDATE sessions SET updated_at = '2026-01-01T00:00:00.000Z', latest_message_id = %s"
+                              " WHERE pk = %s", (message_id, self.pk))
+
+    def _path(self):
+        return self.conn.execute(RAW_PATH.format(session="session_pk = %(pk)s", leaf="%(leaf)s"),
+                                 {"pk": self.pk, "leaf": self.leaf}).fetchall()
 
 
 if SQLiteSession is not None:
@@ -299,21 +373,17 @@ class AgentsAppender:
 
 def bench_append_and_history(config, workdir):
     """append (vs sqlite3 and the Agents SDK), then history and plan on the stores it filled."""
-    messages = openai_messages(config.appends)
-    batches = batched(messages, config.append_batch)
     peers = SQLiteSession is not None
-    totals = {"memorylab": [], "sqlite3": [], "agents": []}
-    for repetition in range(config.append_repetitions):
-        gc.collect()
-        directory = workdir / f"append-{repetition}"
-        directory.mkdir()
-        contenders = {"memorylab": MemorylabAppender(directory), "sqlite3": RawAppender(directory)}
+
+    def open_contenders(directory):
+        contenders = {"memorylab": MemorylabAppender(directory / "memorylab.db"),
+                      "sqlite3": SQLiteRawAppender(directory)}
         if peers:
             contenders["agents"] = AgentsAppender(directory)
-        for name, seconds in interleave_batches({n: c.append for n, c in contenders.items()}, batches).items():
-            totals[name].append(sum(seconds))
-        if repetition < config.append_repetitions - 1:
-            close_all(contenders)
+        return contenders
+
+    totals, contenders = repeated_appends(open_contenders, openai_messages(config.appends), config.append_batch,
+                                          config.append_repetitions, workdir)
     size = config.sized(config.appends, FULL.appends)
     unit = f"{size} appends, one call and one commit each"
     lab = statistics.median(totals["memorylab"])
@@ -330,6 +400,24 @@ def bench_append_and_history(config, workdir):
     return rows
 
 
+def repeated_appends(open_contenders, messages, batch_size, repetitions, workdir):
+    """Append ``messages`` to fresh contenders (``open_contenders(directory)``) batch by batch,
+    ``repetitions`` times; returns each one's total seconds per repetition, and the last
+    repetition's contenders, still open for the reads that follow."""
+    batches = batched(messages, batch_size)
+    totals = {}
+    for repetition in range(repetitions):
+        gc.collect()
+        directory = workdir / f"append-{repetition}"
+        directory.mkdir()
+        contenders = open_contenders(directory)
+        for name, seconds in interleave_batches({n: c.append for n, c in contenders.items()}, batches).items():
+            totals.setdefault(name, []).append(sum(seconds))
+        if repetition < repetitions - 1:
+            close_all(contenders)
+    return totals, contenders
+
+
 def close_all(contenders):
     for contender in contenders.values():
         contender.close()
@@ -344,17 +432,20 @@ def add_three_overlays(session):
                                path[start + 49]["id"])
 
 
+def history_timer(session, appended):
+    """``fn() -> seconds`` reading the history of ``session``, which ``add_three_overlays`` shortened."""
+    def read():
+        started = time.perf_counter()
+        history = session.get_history()
+        assert len(history) == appended - 3 * 49
+        return time.perf_counter() - started
+    return read
+
+
 def bench_history(config, contenders):
     session = contenders["memorylab"].session
     add_three_overlays(session)
-
-    def memorylab_history():
-        started = time.perf_counter()
-        history = session.get_history()
-        assert len(history) == config.appends - 3 * 49
-        return time.perf_counter() - started
-
-    calls = {"memorylab": memorylab_history, "sqlite3": contenders["sqlite3"].history}
+    calls = {"memorylab": history_timer(session, config.appends), "sqlite3": contenders["sqlite3"].history}
     if "agents" in contenders:
         calls["agents"] = lambda: contenders["agents"].history(config.appends)
     samples = interleave_calls(calls, config.read_repetitions)
@@ -389,13 +480,13 @@ def export_of(messages, session_id, parent_of=lambda i: i - 1):
     return {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "session": {"id": session_id}, "messages": tree}
 
 
-def stored_session(path, messages):
+def stored_session(target, messages):
     """A session holding ``messages``, imported in one transaction, then reopened at rest: closing
-    the store checkpoints its WAL, a one-time cost of the import that would otherwise land on
+    a SQLite store checkpoints its WAL, a one-time cost of the import that would otherwise land on
     whichever append comes first."""
-    with Store(path) as store:
-        import_session(store, export_of(messages, path.stem))
-    return Session.open(Store(path), path.stem)
+    with Store(target) as store:
+        import_session(store, export_of(messages, "stored"))
+    return Session.open(Store(target), "stored")
 
 
 def bench_search_and_scaling(config, workdir):
@@ -429,14 +520,14 @@ def bench_search_and_scaling(config, workdir):
     return rows
 
 
+def search_timer(store):
+    """``fn(query) -> seconds``: the top 20 of ``store.search``."""
+    return lambda query: timed(functools.partial(store.search, query, limit=20))
+
+
 def bench_search(config, store):
     raw = configure(sqlite3.connect(store.path, isolation_level=None))
     matches = {query: fts_query(query) for query in QUERIES}
-
-    def memorylab_search(query):
-        started = time.perf_counter()
-        store.search(query, limit=20)
-        return time.perf_counter() - started
 
     def raw_search(query):
         started = time.perf_counter()
@@ -447,11 +538,7 @@ def bench_search(config, store):
         ).fetchall()
         return time.perf_counter() - started
 
-    samples = {"memorylab": [], "sqlite3": []}
-    for round_ in range(config.search_rounds):
-        for turn, query in enumerate(QUERIES):
-            for name in rotated(["memorylab", "sqlite3"], round_ + turn):
-                samples[name].append((memorylab_search if name == "memorylab" else raw_search)(query))
+    samples = interleave_queries({"memorylab": search_timer(store), "sqlite3": raw_search}, config.search_rounds)
     raw.close()
     lab = statistics.median(samples["memorylab"])
     unit = (f"median of {len(QUERIES)} queries x {config.search_rounds} rounds over "
@@ -459,6 +546,144 @@ def bench_search(config, store):
     return [Row("search.sqlite3", lab, statistics.median(samples["sqlite3"]), 1.5, unit,
                 "the raw FTS5 query with the same MATCH expression"),
             absolute_row("search.latency", lab, 0.010, unit)]
+
+
+# -- PostgreSQL ---------------------------------------------------------------------------
+
+
+def skip_postgres(why):
+    print(f"postgres: rows skipped: {why}")
+
+
+def postgres_unusable(url):
+    """Why the postgres rows cannot run on ``url`` (None: on a throwaway server), or None when they can."""
+    if psycopg is None:
+        return "psycopg 3 is not installed (pip install 'memorylab[postgres]')"
+    if url is None:
+        return None if pgserver.available() else (
+            "no --postgres URL, no $MEMORYLAB_PG_URL, and no initdb/pg_ctl to start a server")
+    try:
+        psycopg.connect(url, connect_timeout=10).close()
+    except psycopg.OperationalError as error:
+        reason = str(error).strip().splitlines()[0]
+        return f"cannot connect to the --postgres or $MEMORYLAB_PG_URL server: {reason}"
+    return None
+
+
+@contextmanager
+def postgres_server(url):
+    """The server for the postgres rows: ``url``, else $MEMORYLAB_PG_URL, else a throwaway one
+    (tests/pgserver.py) stopped and deleted on exit. Yields None, having said why, when there is none."""
+    url = url or os.environ.get("MEMORYLAB_PG_URL")
+    unusable = postgres_unusable(url)
+    if unusable:
+        skip_postgres(unusable)
+        yield None
+    elif url:
+        yield url
+    else:
+        directory = tempfile.mkdtemp(prefix="memorylab-bench-pg-")
+        try:
+            try:
+                url = pgserver.start(directory)
+            except subprocess.CalledProcessError as error:
+                skip_postgres(f"the throwaway server did not start: {error.stderr.strip()[-300:]}")
+            yield url
+        finally:
+            pgserver.stop(directory)
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextmanager
+def fresh_schema(url):
+    """``url`` with its tables in a new schema of their own, dropped with all it holds on exit."""
+    schema = f"memorylab_bench_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield pgserver.in_schema(url, schema)
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def analyze_messages(url):
+    """Give the messages table the statistics autovacuum would, as a table at rest has. Without them
+    the planner walks the raw path by hashing the whole session at every step (quadratic), which
+    memorylab's depth guard happens to avoid: the baseline would be slow for a reason of its own."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ANALYZE messages")
+
+
+def bench_postgres(config, workdir, url=None):
+    """append, history and search on memorylab's PostgreSQL backend against raw psycopg on the same
+    tables, with memorylab on SQLite in the same workload beside them (the backends table)."""
+    with postgres_server(url) as url, ExitStack() as schemas:
+        if url is None:
+            return []
+        rows = bench_postgres_writes(config, workdir, lambda: schemas.enter_context(fresh_schema(url)))
+        rows.append(bench_postgres_search(config, workdir, schemas.enter_context(fresh_schema(url))))
+    return rows
+
+
+def bench_postgres_writes(config, workdir, new_schema):
+    """append, then history on the stores it filled; ``new_schema()`` gives a URL in a fresh schema."""
+    def open_contenders(directory):
+        return {"sqlite": MemorylabAppender(directory / "memorylab.db"),
+                "postgres": MemorylabAppender(new_schema()), "psycopg": PostgresRawAppender(new_schema())}
+
+    totals, contenders = repeated_appends(open_contenders, openai_messages(config.pg_appends), config.append_batch,
+                                          config.pg_append_repetitions, workdir)
+    per_append = {name: statistics.median(seconds) / config.pg_appends for name, seconds in totals.items()}
+    analyze_messages(contenders["postgres"].store.url)
+    analyze_messages(contenders["psycopg"].url)
+    calls = {"psycopg": contenders["psycopg"].history}
+    for name in ("sqlite", "postgres"):
+        add_three_overlays(contenders[name].session)
+        calls[name] = history_timer(contenders[name].session, config.pg_appends)
+    reads = {name: statistics.median(seconds)
+             for name, seconds in interleave_calls(calls, config.read_repetitions).items()}
+    close_all(contenders)
+    size = config.sized(config.pg_appends, FULL.pg_appends)
+    return [
+        Row("append.postgres", per_append["postgres"], per_append["psycopg"], 2.0,
+            f"per append, median of {config.pg_append_repetitions} runs of {size} appends, one transaction each",
+            "raw psycopg: the row (its tsvector generated) + the latest pointer, one transaction",
+            sqlite=per_append["sqlite"]),
+        Row("history.postgres", reads["postgres"], reads["psycopg"], 2.0,
+            f"get_history of a {size}-deep path with 3 overlays",
+            "raw recursive CTE + json.loads of the same rows (tables analyzed)", sqlite=reads["sqlite"]),
+    ]
+
+
+def bench_postgres_search(config, workdir, url):
+    """search over one stored session: memorylab against raw psycopg on its table, and on SQLite."""
+    stored = openai_messages(config.pg_stored)
+    stores = {"sqlite": stored_session(workdir / "search.db", stored).store,
+              "postgres": stored_session(url, stored).store}
+    analyze_messages(url)
+    raw = psycopg.connect(url, autocommit=True)
+    matches = {query: tsquery(query) for query in QUERIES}
+
+    def raw_search(query):
+        started = time.perf_counter()
+        raw.execute(
+            "SELECT m.id, m.role, m.text, m.created_at FROM messages m"
+            " CROSS JOIN to_tsquery('simple', memorylab_fold(%s)) AS q"
+            " WHERE m.tsv @@ q ORDER BY ts_rank_cd(m.tsv, q) DESC LIMIT 20",
+            (matches[query],),
+        ).fetchall()
+        return time.perf_counter() - started
+
+    contenders = {name: search_timer(store) for name, store in stores.items()}
+    samples = interleave_queries({**contenders, "psycopg": raw_search}, config.search_rounds)
+    raw.close()
+    close_all(stores)
+    medians = {name: statistics.median(seconds) for name, seconds in samples.items()}
+    return Row("search.postgres", medians["postgres"], medians["psycopg"], 1.5,
+               f"median of {len(QUERIES)} queries x {config.search_rounds} rounds over "
+               f"{config.sized(config.pg_stored, FULL.pg_stored)} messages, top 20",
+               "raw to_tsquery + ts_rank_cd with the same tsquery", sqlite=medians["sqlite"])
 
 
 def bench_kv(config, workdir):
@@ -578,6 +803,7 @@ def bench_startup(config, workdir):
 BENCHMARKS = {
     "append": bench_append_and_history,
     "search": bench_search_and_scaling,
+    "postgres": bench_postgres,
     "kv": bench_kv,
     "tree_figure": bench_tree_figure,
     "startup": bench_startup,
@@ -596,16 +822,17 @@ def machine():
     return f"{cpus} CPUs ({model}), Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}"
 
 
-def run(config, groups):
+def run(config, benchmarks):
+    """The rows of ``{group: fn(config, directory) -> rows}``, run in order, each in a directory of its own."""
     rows = []
     gc.disable()
     try:
         with tempfile.TemporaryDirectory(prefix="memorylab-bench-") as tmp:
-            for group in groups:
+            for group, bench in benchmarks.items():
                 gc.collect()
                 directory = Path(tmp) / group
                 directory.mkdir()
-                rows += BENCHMARKS[group](config, directory)
+                rows += bench(config, directory)
     finally:
         gc.enable()
     return rows
@@ -633,6 +860,27 @@ def print_markdown(rows):
               f"| <= {row.target:.1f} | {row.status} | {row.unit}; {row.baseline_name} |")
 
 
+def print_backends(rows, markdown=False):
+    """memorylab on SQLite beside memorylab on PostgreSQL and raw psycopg, per operation, for the
+    rows that measured both backends."""
+    compared = [row for row in rows if row.sqlite is not None]
+    if not compared:
+        return
+    header = ("operation", "SQLite", "PostgreSQL", "PostgreSQL raw", "PostgreSQL / SQLite")
+    lines = [(row.name.split(".")[0], format_seconds(row.sqlite), format_seconds(row.memorylab),
+              format_seconds(row.baseline), f"{row.memorylab / row.sqlite:.1f}x") for row in compared]
+    print("\nbackends: memorylab per operation on each backend in the same workload, and raw psycopg")
+    if markdown:
+        print("\n| " + " | ".join(header) + " |")
+        print("| --- | ---: | ---: | ---: | ---: |")
+        for line in lines:
+            print("| " + " | ".join(line) + " |")
+        return
+    widths = (11, 12, 12, 16, 21)
+    for line in (header, *lines):
+        print(f"{line[0]:<{widths[0]}}" + "".join(f"{cell:>{width}}" for cell, width in zip(line[1:], widths[1:])))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
@@ -642,11 +890,17 @@ def main():
     parser.add_argument("--only", action="append", choices=list(BENCHMARKS), metavar="GROUP",
                         help=f"run only this group (repeatable): {', '.join(BENCHMARKS)}; "
                              "append also runs history and plan, search also runs append_scaling")
+    parser.add_argument("--postgres", metavar="URL",
+                        help="PostgreSQL server for the postgres group (default: $MEMORYLAB_PG_URL, else a "
+                             "throwaway server from initdb/pg_ctl, else its rows are skipped); it works in fresh "
+                             "schemas and drops them afterwards")
     args = parser.parse_args()
     started = time.perf_counter()
     print(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}")
-    rows = run(QUICK if args.quick else FULL, args.only or list(BENCHMARKS))
+    benchmarks = dict(BENCHMARKS, postgres=functools.partial(bench_postgres, url=args.postgres))
+    rows = run(QUICK if args.quick else FULL, {group: benchmarks[group] for group in args.only or BENCHMARKS})
     (print_markdown if args.markdown else print_table)(rows)
+    print_backends(rows, args.markdown)
     print(f"ran in {time.perf_counter() - started:.0f} s; load average after: {os.getloadavg()[0]:.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps({row.name: row.to_json() for row in rows}, indent=2) + "\n")
