@@ -85,7 +85,7 @@ class Session:
     # -- builder -----------------------------------------------------------------------------
 
     def with_context(self, label, *, description=None, max_tokens=None, provider=None):
-        """Add (or reconfigure) a context block; without a provider it is writable text stored in SQLite."""
+        """Add (or reconfigure) a context block; without a provider it is writable text stored in the database."""
         self.context.configure(label, description=description, max_tokens=max_tokens, provider=provider)
         return self
 
@@ -144,7 +144,7 @@ class Session:
                                       provider=provider, replace=False)
 
     def remove_context(self, label):
-        """Stop injecting a block; SQLite-stored content stays and returns if the label is added again."""
+        """Stop injecting a block; stored content stays and returns if the label is added again."""
         self.context.remove(label)
 
     def search_context(self, label, query):

@@ -53,9 +53,10 @@ def open_page(page, base, path, expected, shot=None):
     page.goto(f"{base}/{path}")
     page.get_by_text(expected).first.wait_for(timeout=60_000)
     # Charts and tables draw after the text: wait for the first of each before the screenshot.
-    for drawn in ("[data-testid='stPlotlyChart'] .main-svg", "[data-testid='stDataFrame'] canvas"):
-        if page.locator(drawn.split(" ")[0]).count():
-            page.locator(drawn).first.wait_for(timeout=30_000)
+    for element, drawn in (("stPlotlyChart", ".main-svg"), ("stDataFrame", "canvas")):
+        shown = page.locator(f"[data-testid='{element}']:visible")
+        if shown.count():
+            shown.first.locator(drawn).first.wait_for(timeout=30_000)
     page.wait_for_timeout(700)
     assert page.locator("[data-testid='stException']").count() == 0, f"/{path} shows an exception"
     SHOTS.mkdir(parents=True, exist_ok=True)

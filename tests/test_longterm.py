@@ -133,7 +133,7 @@ def test_after_turn_stores_scoped_records_with_provenance_from_the_stored_turn(s
     assert first["provenance"] == {"source": "after_turn", "session_id": "s1", "extractor": "Step",
                                    "message_ids": [user["id"], answer["id"]], "turn_index": 1,
                                    "tenant_id": "default", "agent_id": "default"}
-    assert first["vector_index"] == {"requested": False, "backend": "fts5", "available": True}
+    assert first["vector_index"] == {"requested": False, "backend": store.SEARCH_ENGINE, "available": True}
     assert result["skipped"] == [] and result["diagnostics"]["stored"] == [first["id"], second["id"]]
     assert extractor.calls == [{"session_id": "s1", "user_content": "Email me, never call.",
                                 "assistant_content": "Email it is.", "body_schema": SCHEMA, "max_memories": 5,
@@ -217,7 +217,7 @@ def test_the_request_package_is_global_first_with_rendered_lines(lab):
     assert found["rendered"] == (f"{MEMORY_BLOCK_HEADER}\n- [global] Marta wants to be contacted by email\n"
                                  "- [session] Refund of 49.90 for order A-4471 is pending")
     diagnostics = found["diagnostics"]
-    assert diagnostics["plan"]["source"] == "prompt" and diagnostics["index"]["backend"] == "fts5"
+    assert diagnostics["plan"]["source"] == "prompt" and diagnostics["index"]["backend"] == lab.store.SEARCH_ENGINE
     assert diagnostics["scopes"][GLOBAL]["candidate_source"] == "keyword"
     assert diagnostics["selected"] == {GLOBAL: [1], SESSION: [3]}
     assert lab.last_diagnostics is diagnostics
@@ -411,6 +411,7 @@ def test_records_can_be_added_edited_and_deleted_and_the_index_follows(lab):
     ({"summary": "x", "provenance": {"at": object()}}, "provenance must be a dict"),
 ])
 def test_a_person_adding_a_bad_record_gets_a_clear_error(store, kwargs, message):
+    kwargs = dict(kwargs)  # the parameters are shared by both backends' runs
     summary = kwargs.pop("summary")
     with pytest.raises(InvalidInputError, match=message):
         memory(store).add_record(summary, **kwargs)
@@ -443,10 +444,10 @@ def test_workspaces_do_not_share_records(lab):
     assert other.prepare_request("s1", "refund")["memories"] == []
 
 
-def test_a_requested_vector_index_is_recorded_and_reported_as_served_by_fts5(store):
+def test_a_requested_vector_index_is_recorded_and_reported_as_served_by_keyword_search(store):
     lab = memory(store, settings={"vector_index": True})
     added = lab.add_record("Marta likes tea")
-    assert added["vector_index"] == {"requested": True, "backend": "fts5", "available": True}
+    assert added["vector_index"] == {"requested": True, "backend": store.SEARCH_ENGINE, "available": True}
     result = lab.prepare_request("s1", "tea")
     assert "memory_vector_unavailable" in codes(result)
     assert result["diagnostics"]["index"]["vector_available"] is False
