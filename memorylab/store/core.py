@@ -236,11 +236,7 @@ class Store(ContextStorage, ManagerStorage, LongTermStorage, IntegrityStorage, B
                     f"parent {parent!r} is not a message of this session; append with parent_id=None "
                     "to start a new root"
                 )
-            self._insert(conn, pk, message, parent)
-            conn.execute(
-                "UPDATE sessions SET updated_at = ?, latest_message_id = ? WHERE pk = ?",
-                (utc_now_iso(), message["id"], pk),
-            )
+            self._insert_as_latest(conn, pk, message, parent)
         return dict(message, parent_id=parent)
 
     _INSERT_MESSAGE = ("INSERT INTO messages (session_pk, id, parent_id, role, parts, text, created_at, metadata,"
@@ -253,8 +249,13 @@ class Store(ContextStorage, ManagerStorage, LongTermStorage, IntegrityStorage, B
             message["tokens"],
         )
 
-    def _insert(self, conn, pk, message, parent_id):
+    _POINT_TO_LATEST = "UPDATE sessions SET updated_at = ?, latest_message_id = ? WHERE pk = ?"
+
+    def _insert_as_latest(self, conn, pk, message, parent_id):
+        """Write the message and make it the session's newest (two statements here; one round trip
+        where a backend can chain them)."""
         conn.execute(self._INSERT_MESSAGE, self._message_row(pk, message, parent_id))
+        conn.execute(self._POINT_TO_LATEST, (utc_now_iso(), message["id"], pk))
 
     def get_message(self, pk, message_id):
         row = self._one(

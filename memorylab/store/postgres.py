@@ -19,6 +19,7 @@ from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import InvalidInputError, MemoryLabError, StoreBusyError
+from ..messages import utc_now_iso
 from .core import SNIPPET_MARKS, Store, unstorable
 from .fts import FullText, tsquery
 from .pg_schema import INDEXED_CHARACTERS, migrate
@@ -210,6 +211,11 @@ class PostgresStore(Store):
             return conn.execute(sql, params).fetchall()
 
     # -- dialect --------------------------------------------------------------------------------
+
+    def _insert_as_latest(self, conn, pk, message, parent_id):
+        # One statement, one round trip: a data-modifying WITH runs whether or not its rows are read.
+        conn.execute(f"WITH added AS ({self._INSERT_MESSAGE}) {self._POINT_TO_LATEST}",
+                     (*self._message_row(pk, message, parent_id), utc_now_iso(), message["id"], pk))
 
     def _searchable(self, text):
         # PostgreSQL text cannot hold NUL; the search copy shows U+FFFD where the message (kept
