@@ -97,18 +97,33 @@ def copy_store(source, target, *, progress=None, batch=BATCH):
     rows is a ConflictError, a copy that does not verify a MigrationError; either way, and on any
     other error, nothing is written to the target.
     """
-    with ExitStack() as stack:
-        source = _open(stack, source, must_exist=True)
-        target = _open(stack, target)
-        progress = progress or _silent
-        with source.snapshot(), target.transaction():
-            _refuse_rows(target)
-            totals = source.table_counts()
-            digests, probe = _copy_rows(source, target, totals, progress, batch)
-            report = _verify(source, target, totals, digests, probe, progress)
-            if not report.ok:
-                raise MigrationError(report)
-        return report
+    new_file = _new_sqlite_file(target)
+    try:
+        with ExitStack() as stack:
+            source = _open(stack, source, must_exist=True)
+            target = _open(stack, target)
+            progress = progress or _silent
+            with source.snapshot(), target.transaction():
+                _refuse_rows(target)
+                totals = source.table_counts()
+                digests, probe = _copy_rows(source, target, totals, progress, batch)
+                report = _verify(source, target, totals, digests, probe, progress)
+                if not report.ok:
+                    raise MigrationError(report)
+            return report
+    except BaseException:
+        if new_file:  # a file this copy created holds nothing worth keeping
+            for leftover in (new_file, *(new_file.with_name(new_file.name + end) for end in ("-wal", "-shm"))):
+                leftover.unlink(missing_ok=True)
+        raise
+
+
+def _new_sqlite_file(target):
+    """The path of a SQLite target that does not exist yet (the copy creates it), else None."""
+    if isinstance(target, Store) or is_postgres_url(target) or str(target) == ":memory:":
+        return None
+    path = Path(target).expanduser()
+    return None if path.exists() else path
 
 
 def _silent(step, done, total):

@@ -293,3 +293,15 @@ def test_text_postgres_cannot_hold_is_refused_by_table(tmp_path, postgres_url):
     with pytest.raises(MemoryLabError, match=r"cannot copy context_blocks into postgresql://.*NUL character"):
         copy_store(tmp_path / "nul.db", postgres_url)
     assert set(counts(postgres_url).values()) == {0}
+
+
+def test_a_failed_copy_into_a_new_file_leaves_no_file(lab, tmp_path, monkeypatch):
+    target = tmp_path / "new.db"
+
+    def fail(self, table, rows):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(Store, "insert_rows", fail)
+    with pytest.raises(OSError, match="disk full"):
+        copy_store(lab, target)
+    assert list(tmp_path.glob("new.db*")) == []
