@@ -91,6 +91,11 @@ def redact(url):
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+def _one_line(error):
+    """libpq's messages run over several lines (a hint on the second); errors here are one line."""
+    return " ".join(str(error).split())
+
+
 class _Connection:
     """A pooled connection speaking the SQL of ``core``, with PostgreSQL's refusals made clear."""
 
@@ -131,7 +136,7 @@ class PostgresStore(Store):
             with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout))) as conn:
                 migrate(conn)
         except psycopg.OperationalError as error:
-            raise MemoryLabError(f"cannot open the PostgreSQL store {self.path}: {' '.join(str(error).split())}") from None
+            raise MemoryLabError(f"cannot open the PostgreSQL store {self.path}: {_one_line(error)}") from None
         self._pool = ConnectionPool(
             url, min_size=1, max_size=pool_size, timeout=timeout, open=False, configure=self._configure,
             kwargs={"autocommit": True, "row_factory": _row_factory}, name="memorylab",
@@ -165,7 +170,7 @@ class PostgresStore(Store):
                 "or open the Store with a larger timeout="
             )
         if isinstance(error, psycopg.OperationalError):
-            return MemoryLabError(f"lost the PostgreSQL store {self.path}: {str(error).strip()}")
+            return MemoryLabError(f"lost the PostgreSQL store {self.path}: {_one_line(error)}")
         return error
 
     @contextmanager
