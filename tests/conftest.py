@@ -18,15 +18,11 @@ from memorylab.store import is_postgres_url
 BACKENDS = ("sqlite", "postgres")
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "sqlite_only: the test is about SQLite itself (its file, WAL, FTS5)")
-
-
 def pytest_generate_tests(metafunc):
-    """Every test that uses a store runs once per backend: the engine's contract holds on both."""
+    """Every test that uses a store runs once per backend: the engine's contract holds on both.
+    (Tests about SQLite itself, its file and WAL, open ``Store(db_path)`` and run once.)"""
     if "backend" in metafunc.fixturenames:
-        sqlite_only = metafunc.definition.get_closest_marker("sqlite_only") is not None
-        metafunc.parametrize("backend", ["sqlite"] if sqlite_only else list(BACKENDS))
+        metafunc.parametrize("backend", BACKENDS)
 
 
 @pytest.fixture(scope="session")

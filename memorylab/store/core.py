@@ -110,9 +110,9 @@ class Store(ContextStorage, ManagerStorage, LongTermStorage, IntegrityStorage, B
 
     # -- what each backend provides ------------------------------------------------------------
     # transaction() / snapshot(): context managers yielding a connection with execute/executemany;
-    # _one / _all: single reads; close(); path (safe to show); and the search and dialect hooks
-    # named in the methods below (_match_messages, _match_entries, _match_memories, _instant,
-    # _json_values, _glob, _searchable).
+    # _one / _all: single reads; close(); path (safe to show); SEARCH_ENGINE and SEARCH_DESCRIPTION;
+    # _full_text(kind, query) for search; the expressions _instant, _json_values, _glob and
+    # _glob_pattern; NO_LIMIT. It may override _searchable, _insert_as_latest and FOR_UPDATE.
 
     def _searchable(self, text):
         """The copy of a message's text that search indexes (a backend may have to adapt it)."""
