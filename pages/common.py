@@ -45,9 +45,9 @@ def _has_password(target):
 
 def _database_picker(store):
     """Switch the lab to another SQLite file or a PostgreSQL URL; a failure keeps the current one."""
-    with st.sidebar.expander("Database", expanded=False):
-        st.caption(f"Open now: `{store.path}`")
-        with st.form("open_database", border=False):
+    with st.sidebar.expander("Open another database", expanded=False):
+        # Cleared on submit: a URL typed with a password in it does not stay on the screen.
+        with st.form("open_database", border=False, clear_on_submit=True):
             typed = st.text_input(
                 "SQLite file or PostgreSQL URL", placeholder="lab.db or postgresql://user@host/db",
                 help="A PostgreSQL password comes from PGPASSWORD or ~/.pgpass, never from this box.")
