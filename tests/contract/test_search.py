@@ -1,0 +1,91 @@
+import pytest
+
+from memorylab import Session
+
+from tests.helpers import ids, text_message
+
+HOSTILE = [
+    '"', '""', '"unbalanced', "'", "(", ")", "((deployment", "AND", "OR", "NOT", "deployment AND",
+    "OR friday", "NEAR(deployment friday)", "NEAR", "*", "deploy*", "^deployment", "text:deployment",
+    "messages_fts:x", "{text}: x", "-", "+", "a OR b NOT c", "x' OR '1'='1", "'; DROP TABLE messages; --",
+    "\x00", "\u200b", "日本語", "🚀", "émoji café", "\\", "%", "_", "col1 : col2", "a" * 5000, "", "   ",
+]
+
+
+@pytest.fixture
+def searchable(session):
+    session.append_message(text_message("m1", "The deployment is scheduled for Friday."))
+    session.append_message(text_message("m2", "Friday works. Café au lait at the launch?", "assistant"))
+    session.append_message(text_message("m3", "Order A-4471 arrived with the wrong item"))
+    session.append_message({"id": "m4", "role": "assistant", "parts": [
+        {"type": "reasoning", "text": "secret reasoning about deployment"},
+        {"type": "tool-x", "toolCallId": "c", "toolName": "x", "input": {"q": "deployment"},
+         "state": "input-available"}]})
+    return session
+
+
+def test_search_finds_text_parts_ranked(searchable):
+    hits = searchable.search("deployment friday")
+    assert ids(hits) == ["m1"]
+    assert set(hits[0]) >= {"id", "role", "content", "created_at", "session_id"}
+    assert hits[0]["content"] == "The deployment is scheduled for Friday."
+    assert hits[0]["session_id"] == "s1"
+    assert ids(searchable.search("friday")) in (["m1", "m2"], ["m2", "m1"])
+
+
+def test_search_ignores_reasoning_and_tool_parts(searchable):
+    assert "m4" not in ids(searchable.search("deployment"))
+
+
+def test_phrases_ids_prefixes_and_diacritics(searchable):
+    assert ids(searchable.search("A-4471")) == ["m3"]
+    assert ids(searchable.search('"wrong item"')) == ["m3"]
+    assert ids(searchable.search("deploy*")) == ["m1"]
+    assert ids(searchable.search("cafe")) == ["m2"]
+    assert ids(searchable.search("schedul")) == ["m1"]  # bare words match as prefixes
+    assert searchable.search('"schedul"') == []  # a quoted phrase matches exactly
+
+
+def test_limit_is_respected(searchable):
+    assert len(searchable.search("friday", limit=1)) == 1
+    assert searchable.search("friday", limit=0) == []
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+def test_hostile_queries_never_raise(searchable, query):
+    hits = searchable.search(query)
+    assert isinstance(hits, list)
+    assert searchable.get_message("m1") is not None
+
+
+def test_operators_are_matched_as_words_not_syntax(session):
+    session.append_message(text_message("w", "cats OR dogs AND birds NOT fish"))
+    session.append_message(text_message("c", "cats only"))
+    assert ids(session.search("cats OR dogs")) == ["w"]
+    assert ids(session.search("NOT")) == ["w"]
+
+
+def test_store_wide_search_reports_the_session(store):
+    a = Session.create(store, "alpha", agent_id="bot-a")
+    b = Session.create(store, "beta", agent_id="bot-b", tenant_id="acme")
+    a.append_message(text_message("a1", "invoice overdue"))
+    b.append_message(text_message("b1", "invoice paid"))
+    hits = store.search("invoice")
+    assert {(h["session_id"], h["agent_id"]) for h in hits} == {("alpha", "bot-a"), ("beta", "bot-b")}
+    assert [h["session_id"] for h in store.search("invoice", tenant_id="acme")] == ["beta"]
+    assert [h["id"] for h in a.search("invoice")] == ["a1"]
+
+
+def test_html_in_messages_is_stored_and_returned_verbatim(session):
+    payload = "<img src=x onerror=alert(1)> <script>alert('x')</script>"
+    session.append_message(text_message("h", payload))
+    assert session.search("onerror")[0]["content"] == payload
+
+
+def test_store_search_filters_by_roles(store):
+    s = Session.create(store, "roles")
+    s.append_message(text_message("u", "shared word from the user"))
+    s.append_message(text_message("a", "shared word from the assistant", "assistant"))
+    assert ids(store.search("shared", roles=["assistant"])) == ["a"]
+    assert set(ids(store.search("shared", roles=["user", "assistant"]))) == {"u", "a"}
+    assert store.search("shared", roles=["tool"]) == []

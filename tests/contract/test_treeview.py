@@ -1,0 +1,63 @@
+
+import pytest
+
+from memorylab import Session, load_samples
+from memorylab.treeview import tree_layout
+from memorylab.viz import budget_figure, context_window_figure, tree_figure
+
+from tests.helpers import text_message
+
+
+@pytest.fixture
+def trip(store):
+    load_samples(store)
+    return Session.open(store, "trip-planning-branches", agent_id="travel-planner")
+
+
+def test_layout_of_a_branching_tree(trip):
+    messages = trip.get_all_messages()
+    leaf = trip.get_latest_leaf()["id"]
+    layout = tree_layout(messages, active_leaf=leaf)
+    assert len(layout.nodes) == len(messages)  # small trees are never collapsed
+    assert layout.active_path == [m["id"] for m in trip.get_history(leaf, apply_compactions=False)]
+    leaves = {m["id"] for m in trip.get_leaves()}
+    lanes = {layout.nodes[leaf_id].y for leaf_id in leaves}
+    assert len(lanes) == len(leaves)  # every leaf has its own lane
+    for parent, child in layout.edges:
+        assert layout.nodes[child].x == layout.nodes[parent].x + 1
+
+
+def test_overlay_band_covers_its_range_and_hover_is_escaped(session):
+    for i in range(8):
+        session.append_message(text_message(f"m{i}", f"<img src=x onerror=alert({i})> turn {i}"))
+    overlay = session.add_compaction("<script>alert('s')</script> summary", "m2", "m5")
+    layout = tree_layout(session.get_all_messages(), session.get_compactions(), active_leaf="m7")
+    (band,) = layout.bands
+    assert band["overlay"]["id"] == overlay["id"] and band["covered"] == 4
+    assert band["x0"] < layout.nodes["m2"].x and band["x1"] > layout.nodes["m5"].x
+    figure = tree_figure(session, "m7")
+    hover = " ".join(str(h) for trace in figure.data for h in (trace.hovertext or ()))
+    assert "<img" not in hover and "<script>" not in hover
+    assert "&lt;img" in hover and "&lt;script&gt;" in hover
+    points = {c for trace in figure.data if trace.mode == "markers" for c in trace.customdata}
+    assert points == {f"m{i}" for i in range(8)}
+
+
+def test_sibling_branch_shows_no_band_of_the_other_branch(session):
+    for i in range(6):
+        session.append_message(text_message(f"m{i}", f"turn {i}"))
+    session.append_message(text_message("b3", "other"), parent_id="m2")
+    session.add_compaction("main only", "m1", "m4")
+    assert tree_layout(session.get_all_messages(), session.get_compactions(), active_leaf="b3").bands == []
+    assert len(tree_layout(session.get_all_messages(), session.get_compactions(), active_leaf="m5").bands) == 1
+
+
+def test_budget_and_window_figures_carry_the_numbers():
+    blocks = [{"label": "memory", "tokens": 40, "max_tokens": 100}, {"label": "soul", "tokens": 12, "max_tokens": None}]
+    figure = budget_figure(blocks)
+    assert list(figure.data[0].x) == [40, 12] and list(figure.data[1].x) == [60, 0]
+    rows = [{"part": "system prompt", "item": "soul", "tokens": 100},
+            {"part": "messages", "item": "user messages", "tokens": 250}]
+    window = context_window_figure(rows, context_limit=8192, threshold=300)
+    assert [trace.x[0] for trace in window.data] == [100, 250]
+    assert {shape.x0 for shape in window.layout.shapes} == {8192, 300}

@@ -1,0 +1,44 @@
+"""Sessions at the size long-running agents reach, on both backends: a 10,000-deep path read back
+whole and in order, and a 2,000-message branched tree drawn readably and fast."""
+import time
+
+from memorylab.treeview import tree_layout
+from memorylab.viz import tree_figure
+
+from tests.helpers import text_message
+
+
+def test_ten_thousand_deep_path_reads_in_order(session):
+    store = session.store
+    with store.transaction():
+        for i in range(10_000):
+            session.append_message(text_message(f"m{i}", f"message number {i}"))
+    history = session.get_history()
+    assert len(history) == 10_000
+    assert history[0]["id"] == "m0" and history[-1]["id"] == "m9999"
+    assert session.get_path_length() == 10_000
+
+
+def test_two_thousand_messages_collapse_into_a_readable_tree(session):
+    parent = None
+    with session.store.transaction():
+        for i in range(2000):
+            fork = i in (500, 1200, 1700)
+            message = session.append_message(text_message(f"n{i}", f"message {i}"),
+                                              parent_id=f"n{i - 300}" if fork else parent)
+            parent = message["id"]
+    started = time.perf_counter()
+    figure = tree_figure(session)
+    elapsed = time.perf_counter() - started
+    layout = tree_layout(session.get_all_messages(), active_leaf="n1999")
+    assert len(layout.nodes) < 100
+    assert sum(len(node.members) for node in layout.nodes.values()) == 2000
+    branch_points = {"n200", "n900", "n1400"}
+    assert branch_points <= set(layout.nodes)
+    assert all(not layout.nodes[b].is_group for b in branch_points)
+    assert "n1999" in layout.nodes and layout.nodes["n1999"].on_active_path
+    drawn = sum(len(trace.x) for trace in figure.data if trace.mode == "markers")
+    assert drawn == len(layout.nodes)
+    assert elapsed < 5, f"tree figure for 2,000 messages took {elapsed:.2f}s"
+    print(f"tree figure for 2,000 messages: {elapsed * 1000:.0f} ms, {len(layout.nodes)} nodes drawn")
+
