@@ -3,8 +3,8 @@
 Tiers are folders: ``unit`` (pure functions), ``contract`` (anything that takes a store, on both
 backends), ``lab`` (the Streamlit app through AppTest and a browser), ``slow`` (soak, crash, the
 embedded model, the tour notebook). Markers are applied here, never by hand: ``slow`` to the slow
-folder, ``postgres`` to a test that reaches the server, ``browser`` to one that drives Chromium and
-``local_model`` to one that runs the embedded model.
+folder and the browser tests, ``postgres`` to a test that reaches the server, ``browser`` to one
+that drives Chromium and ``local_model`` to one that runs the embedded model.
 """
 import os
 import shutil
@@ -48,8 +48,9 @@ def pytest_collection_modifyitems(items):
         if fixtures & POSTGRES_FIXTURES or getattr(item, "callspec", None) and \
                 item.callspec.params.get("backend") == "postgres":
             item.add_marker(pytest.mark.postgres)
-        if "browser" in fixtures:
+        if "browser" in fixtures:  # a server and Chromium per test: 15-45 s each, so slow as well
             item.add_marker(pytest.mark.browser)
+            item.add_marker(pytest.mark.slow)
         if path.name in LOCAL_MODEL_FILES:
             item.add_marker(pytest.mark.local_model)
 
