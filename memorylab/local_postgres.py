@@ -150,6 +150,9 @@ def start(directory):
         for path in (directory, socket):
             shutil.chown(path, owner)
         os.chmod(directory, 0o755)
+        if subprocess.run(["runuser", "-u", owner, "--", "test", "-x", str(directory)]).returncode != 0:
+            raise LocalPostgresError(f"the server runs as the {owner} user, who cannot enter {directory}: "
+                                     "pick a folder whose parents every user may enter, such as a new one in /tmp")
     if not (data / "PG_VERSION").exists():
         _as_owner(owner, [str(binaries / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
                           "--locale=C.UTF-8", "--no-sync", "--no-instructions"])
