@@ -827,7 +827,7 @@ LOCAL_RUNTIME_TARGET = 1.25
 
 def bench_local_model(config, workdir):
     """The embedded model on its default runtime (cyllama) against llama-cpp-python, each in fresh
-    interpreters, alternating: load, first token of a cold 500-token prompt, a turn whose system
+    interpreters, alternating: load, first token of a cold 465-token prompt, a turn whose system
     prompt is cached, decoding speed and peak memory. Without llama-cpp-python the comparison rows
     are skipped and the cached-turn row still runs."""
     from memorylab import local_runtimes
@@ -850,7 +850,7 @@ def bench_local_model(config, workdir):
     baseline = medians.get("llama-cpp-python")
     why = "skipped: pip install llama-cpp-python to compare (compiles for minutes)"
     for name, ours, index, unit in (("local_model.tokens", 1 / speed, 3, "s/token, decoding 160 tokens"),
-                                    ("local_model.first", first, 1, "s, first token of a 500-token prompt"),
+                                    ("local_model.first", first, 1, "s, first token of a 465-token prompt"),
                                     ("local_model.load", load, 0, "s, loading the GGUF")):
         if baseline is None:
             rows.append(Row(name, None, None, LOCAL_RUNTIME_TARGET, unit, "llama-cpp-python", skipped=why))
@@ -899,6 +899,10 @@ def run(config, benchmarks):
     return rows
 
 
+def format_target(target):
+    return f"{target:.1f}" if round(target, 1) == target else f"{target:.2f}"
+
+
 def print_table(rows):
     header = (f"{'benchmark':<22}{'memorylab':>11}{'baseline':>11}{'ratio':>7}{'target':>8}  {'status':<8} "
               "workload; baseline")
@@ -907,7 +911,7 @@ def print_table(rows):
     for row in rows:
         ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
         print(f"{row.name:<22}{format_seconds(row.memorylab):>11}{format_seconds(row.baseline):>11}{ratio:>7}"
-              f"{'<= ' + format(row.target, '.1f'):>8}  {row.status:<8} {row.unit}; {row.baseline_name}"
+              f"{'<= ' + format_target(row.target):>8}  {row.status:<8} {row.unit}; {row.baseline_name}"
               + (f" [{row.skipped or row.note}]" if row.skipped or row.note else ""))
 
 
@@ -918,7 +922,7 @@ def print_markdown(rows):
     for row in rows:
         ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
         print(f"| {row.name} | {format_seconds(row.memorylab)} | {format_seconds(row.baseline)} | {ratio} "
-              f"| <= {row.target:.1f} | {row.status} | {row.unit}; {row.baseline_name} |")
+              f"| <= {format_target(row.target)} | {row.status} | {row.unit}; {row.baseline_name} |")
 
 
 def print_backends(rows, markdown=False):
