@@ -263,7 +263,7 @@ def usable_models(*, ollama_base=None, openai_compatible_base=None, timeout=0.5)
     """
     reason = local_model.unavailable_reason()
     entries = [_entry(DEFAULT_LOCAL_MODEL, EMBEDDED_LABEL, reason is None,
-                      reason or "runs in this process: no key, no network")]
+                      reason or f"runs in this process on {local_model.runtime_name()}: no key, no network")]
     for variable, _, model, label in KEYED_PROVIDERS:
         present = bool(os.environ.get(variable))
         entries.append(_entry(model, label, present, f"{variable} is set" if present else f"set {variable} to use it"))

@@ -190,6 +190,7 @@ def test_usable_models_lists_the_embedded_model_and_keyed_providers(monkeypatch)
     by_model = {m["model"]: m for m in models}
     embedded = models[0]
     assert embedded["model"] == DEFAULT_LOCAL_MODEL and embedded["usable"] is True
+    assert embedded["reason"] == "runs in this process on cyllama: no key, no network"
     assert "weak" in embedded["label"]
     assert by_model["gpt-4o-mini"]["usable"] is True and by_model["gpt-4o-mini"]["reason"] == "OPENAI_API_KEY is set"
     assert by_model["claude-haiku-4-5"]["usable"] is False
