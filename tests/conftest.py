@@ -21,7 +21,7 @@ from tests.schema_pool import SchemaPool
 BACKENDS = ("sqlite", "postgres")
 TESTS = Path(__file__).resolve().parent
 POSTGRES_FIXTURES = {"postgres_server", "postgres_url"}
-LOCAL_MODEL_FILES = {"test_local_model.py"}
+LOCAL_MODEL_FILES = {"test_local_model.py", "test_tour_notebook.py"}
 
 
 def pytest_configure(config):
@@ -76,22 +76,21 @@ def postgres_server():
 
 
 @pytest.fixture(scope="session")
-def clean_schemas():
+def clean_schemas(postgres_server):
     """Migrated schemas that a finished test left exactly as migrations made them, emptied for reuse:
     creating the tables costs about 140 ms a test, emptying them a tenth of that."""
-    return SchemaPool()
+    import psycopg
+
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        yield SchemaPool(conn)
 
 
 @pytest.fixture
 def postgres_url(postgres_server, clean_schemas):
     """A URL whose tables live in a schema of their own: new, or a reused one with every row gone."""
-    import psycopg
-
-    with psycopg.connect(postgres_server, autocommit=True) as conn:
-        schema = clean_schemas.take(conn)
+    schema = clean_schemas.take()
     yield local_postgres.in_schema(postgres_server, schema)
-    with psycopg.connect(postgres_server, autocommit=True) as conn:
-        clean_schemas.give_back(conn, schema)
+    clean_schemas.give_back(schema)
 
 
 @pytest.fixture
@@ -99,10 +98,22 @@ def db_path(tmp_path):
     return tmp_path / "lab.db"
 
 
+@pytest.fixture(scope="session")
+def empty_sqlite_store(tmp_path_factory):
+    """A SQLite file with the current schema and no rows, made once: copying it costs 2 ms, creating
+    the tables 13 ms."""
+    path = tmp_path_factory.mktemp("template") / "empty.db"
+    Store(path).close()
+    return path
+
+
 @pytest.fixture
-def store_target(request, backend, db_path):
-    """What ``Store()`` opens in this run: a SQLite file, or a fresh PostgreSQL schema."""
-    return db_path if backend == "sqlite" else request.getfixturevalue("postgres_url")
+def store_target(request, backend, db_path, empty_sqlite_store):
+    """What ``Store()`` opens in this run: a SQLite file with the schema, or a fresh PostgreSQL schema."""
+    if backend == "postgres":
+        return request.getfixturevalue("postgres_url")
+    shutil.copyfile(empty_sqlite_store, db_path)
+    return db_path
 
 
 @pytest.fixture

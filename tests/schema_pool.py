@@ -17,18 +17,22 @@ RECORD_TABLE = "memorylab_schema"
 
 
 class SchemaPool:
-    def __init__(self):
+    """Schemas on one server, handed out and taken back over one autocommit connection of its own."""
+
+    def __init__(self, conn):
+        self.conn = conn
         self.free = []
         self.migrated_shape = None
 
-    def take(self, conn):
+    def take(self):
         if self.free:
             return self.free.pop()
         schema = f"test_{uuid.uuid4().hex[:12]}"
-        conn.execute(f"CREATE SCHEMA {schema}")
+        self.conn.execute(f"CREATE SCHEMA {schema}")
         return schema
 
-    def give_back(self, conn, schema):
+    def give_back(self, schema):
+        conn = self.conn
         shape = conn.execute(SHAPE, (schema,)).fetchone()
         version = self._version(conn, schema)
         if shape and version is not None:
