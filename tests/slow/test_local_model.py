@@ -125,7 +125,7 @@ def test_a_seed_repeats_a_sampled_reply_and_another_seed_varies_it():
 
 def test_a_repeated_prefix_is_read_from_the_cache():
     """The second turn's prompt starts with the first's: only the new tokens are decoded."""
-    long_system = {"role": "system", "content": "You are a careful assistant. " * 150}
+    long_system = {"role": "system", "content": "You are a careful assistant. " * 60}
     generated([long_system, {"role": "user", "content": "Say hi."}], max_tokens=1, temperature=0)
     started = time.perf_counter()
     generated([long_system, {"role": "user", "content": "Say bye."}], max_tokens=1, temperature=0)
