@@ -4,6 +4,8 @@ Every message has a parent; appending under a message that already has children 
 (a regeneration or an edit). Reading walks one root-to-leaf path with compaction overlays applied.
 All storage goes through ``Store``; this module holds the tree semantics.
 """
+import logging
+import math
 import uuid
 import warnings
 
@@ -20,6 +22,16 @@ COMPACTION_STATUS_KEY = "memorylab.compaction"
 # After an automatic compaction found nothing to do, wait until the history has grown this much
 # (as a fraction of its size then) before trying again, instead of asking the model every turn.
 AUTO_COMPACT_RETRY_GROWTH = 0.25
+
+logger = logging.getLogger(__name__)
+
+
+def _finite_count(value):
+    """A custom token counter's answer as a count: NaN, infinity or a non-number counts as 0, so a
+    broken counter never pushes the context over a threshold."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return 0
+    return value
 
 
 class Session:
@@ -257,7 +269,8 @@ class Session:
         return self.store.delete_messages(self.pk, list(message_ids))
 
     def clear_messages(self):
-        """Remove every message and overlay of this session (its blocks and metadata stay)."""
+        """Remove every message and overlay of this session and deactivate its skills (the skills a
+        conversation loaded belong to it); its blocks and metadata stay."""
         return self.store.clear_messages(self.pk)
 
     # -- reading -----------------------------------------------------------------------------
@@ -337,7 +350,7 @@ class Session:
     def estimate_context_tokens(self, leaf_id=None, *, token_counter=None):
         """What a request would hold: the overlaid history plus the system prompt, in estimated tokens."""
         history = self.get_history(leaf_id)
-        history_tokens = token_counter(history) if token_counter else sum(m["tokens"] for m in history)
+        history_tokens = _finite_count(token_counter(history)) if token_counter else sum(m["tokens"] for m in history)
         return history_tokens + estimate_string_tokens(self.context.current_prompt())
 
     def compact(self, leaf_id=None):
@@ -408,8 +421,16 @@ class Session:
                 self._auto_compact_skip_below = None
         except Exception as error:  # the message is stored; a failed compaction must not undo the append
             self._record_compaction_status("error", f"{type(error).__name__}: {error}")
-            if self._compaction_error_handler is not None:
-                self._compaction_error_handler(error)
+            self._report_compaction_error(error)
+
+    def _report_compaction_error(self, error):
+        """Hand the failure to the registered handler; a handler that fails itself is logged, never raised."""
+        if self._compaction_error_handler is None:
+            return
+        try:
+            self._compaction_error_handler(error)
+        except Exception:  # noqa: BLE001 - the append has succeeded whatever the handler does
+            logger.exception("session %r: the on_compaction_error handler failed", self.session_id)
 
     def _record_compaction_status(self, state, detail, **extra):
         """Keep the last compaction outcome in the session metadata, where the lab shows it."""

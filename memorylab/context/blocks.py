@@ -138,7 +138,8 @@ class ContextBlocks:
     def append(self, label, content):
         config = self._writable(label)
         current = config.provider.get() or ""
-        combined = f"{current}\n{content}" if current else content
+        separator = "" if not current or current.endswith("\n") or content.startswith("\n") else "\n"
+        combined = f"{current}{separator}{content}"
         self._check_budget(config, combined)
         config.provider.set(combined)
         return self.block(label)
@@ -164,7 +165,10 @@ class ContextBlocks:
         return config.provider
 
     def activate_skill(self, label, key):
+        """The skill's full text, recorded as active; an unknown key is NotFoundError and stays inactive."""
         body = self._skill_provider(label).load(key)
+        if body is None:
+            raise NotFoundError(f"skill {key!r} not found in {label!r}")
         self.session.store.set_skill_active(self.session.pk, label, key, True)
         return body
 

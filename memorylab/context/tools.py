@@ -87,7 +87,8 @@ def _set_context_tool(context, targets):
 
 def _search_context_tool(context, targets):
     def run(args):
-        return context.search(args["label"], str(args["query"]))
+        found = context.search(args["label"], str(args["query"]))
+        return found if found else f"Nothing in {args['label']} matches {str(args['query'])!r}."
 
     description = ("Search a searchable context block and get the matching entries. Blocks:\n"
                    + _catalog(targets, lambda b: b["content"].strip()))
@@ -104,6 +105,7 @@ def _skill_tools(context, targets):
         "key": {"type": "string", "description": "The skill's key from the catalog in the system prompt."},
     }
     catalog = _catalog(targets, lambda b: f"{len(b['content'].splitlines())} skills")
+    active = "\n".join(f"- {b['label']}: {', '.join(b.get('active_skills') or ()) or 'none'}" for b in targets)
 
     def activate(args):
         return context.activate_skill(args["label"], args["key"])
@@ -115,7 +117,7 @@ def _skill_tools(context, targets):
     return [
         Tool("activate_skill", "Load the full instructions of a skill listed in a skills block, when the "
              "task needs it. Skills blocks:\n" + catalog, _schema(properties, ["label", "key"]), activate),
-        Tool("deactivate_skill", "Mark an active skill as no longer needed. Skills blocks:\n" + catalog,
+        Tool("deactivate_skill", "Mark an active skill as no longer needed. Active now:\n" + active,
              _schema(properties, ["label", "key"]), deactivate),
     ]
 

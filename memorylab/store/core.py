@@ -405,6 +405,7 @@ class Store(ContextStorage, ManagerStorage, LongTermStorage, IntegrityStorage, B
         with self.transaction() as conn:
             self._lock_session(conn, pk)
             conn.execute("DELETE FROM compactions WHERE session_pk = ?", (pk,))
+            conn.execute("DELETE FROM skill_activations WHERE session_pk = ?", (pk,))
             removed = conn.execute("DELETE FROM messages WHERE session_pk = ?", (pk,)).rowcount
             self._reset_latest(conn, pk)
         return removed

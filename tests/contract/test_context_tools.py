@@ -101,3 +101,46 @@ def test_a_failing_user_provider_becomes_error_text(store):
     session = Session.create(store, "broken").with_context("kb", provider=Broken())
     assert session.tools()["search_context"].execute({"label": "kb", "query": "x"}) == \
         "Error: search_context failed: RuntimeError: index offline"
+
+
+def test_search_with_no_provider_answer_is_text(store):
+    silent = type("Silent", (), {"get": lambda self: "", "search": lambda self, query: None})()
+    session = Session.create(store, "silent").with_context("kb", provider=silent)
+    assert session.tools()["search_context"].execute({"label": "kb", "query": "dhl"}) == \
+        "Nothing in kb matches 'dhl'."
+
+
+def test_an_unknown_skill_is_not_found_and_never_marked_active(full, store):
+    activate = full.tools()["activate_skill"]
+    assert activate.execute({"label": "skills", "key": "no-such-skill"}) == \
+        "Error: no skill 'no-such-skill'; available: refund"
+    assert full.get_context_block("skills")["active_skills"] == []
+    catalog = type("Catalog", (), {"get": lambda self: "- refund", "load": lambda self, key: None})()
+    own = Session.create(store, "own").with_context("skills", provider=catalog)
+    answer = own.tools()["activate_skill"].execute({"label": "skills", "key": "refund"})
+    assert answer == "Error: skill 'refund' not found in 'skills'"
+    assert own.get_context_block("skills")["active_skills"] == []
+
+
+def test_deactivate_lists_the_active_skills_and_clearing_messages_deactivates_them(full):
+    assert "- skills: none" in full.tools()["deactivate_skill"].description
+    full.tools()["activate_skill"].execute({"label": "skills", "key": "refund"})
+    assert "- skills: refund" in full.tools()["deactivate_skill"].description
+    full.append_message({"role": "user", "content": "refund please"})
+    full.clear_messages()
+    assert full.get_context_block("skills")["active_skills"] == []
+    assert full.get_history() == []
+
+
+@pytest.mark.parametrize("current, added, stored", [
+    ("fact1", "\nfact2", "fact1\nfact2"),
+    ("fact1\n", "fact2", "fact1\nfact2"),
+    ("fact1", "fact2", "fact1\nfact2"),
+    ("", "fact2", "fact2"),
+])
+def test_append_adds_one_newline_between_facts(store, current, added, stored):
+    session = Session.create(store, "facts").with_context("memory")
+    if current:
+        session.replace_context_block("memory", current)
+    session.append_context_block("memory", added)
+    assert session.get_context_block("memory")["content"] == stored

@@ -133,6 +133,43 @@ def test_failure_without_a_handler_is_recorded_not_raised(session):
     assert "not on the branch" in session.compaction_status["detail"]
 
 
+def test_a_failing_error_handler_is_logged_and_the_append_still_succeeds(session, caplog):
+    def handler(error):
+        raise RuntimeError("the handler itself broke")
+
+    session.on_compaction(lambda history: {"summary": "s", "from_id": "ghost", "to_id": "m1"})
+    session.on_compaction_error(handler).compact_after(10)
+    with caplog.at_level("ERROR", logger="memorylab.session"):
+        fill(session, 3)
+    assert session.get_path_length() == 3
+    assert session.compaction_status["state"] == "error"
+    assert "the on_compaction_error handler failed" in caplog.text and "the handler itself broke" in caplog.text
+
+
+@pytest.mark.parametrize("answer", [float("nan"), float("inf"), -float("inf"), "lots", None])
+def test_a_counter_without_a_finite_number_counts_zero_and_never_compacts(session, summarizer, answer):
+    session.on_compaction(create_compact_function(summarizer, protect_head=1, tail_token_budget=50))
+    session.compact_after(100, token_counter=lambda history: answer)
+    fill(session, 8)
+    assert summarizer.prompts == [] and session.get_compactions() == []
+    assert session.compaction_status is None
+    assert session.estimate_context_tokens(token_counter=lambda history: answer) == \
+        session.estimate_context_tokens(token_counter=lambda history: 0)
+
+
+def test_a_counter_that_raises_is_a_recorded_compaction_failure(session, summarizer):
+    def counter(history):
+        raise ValueError("cannot count")
+
+    errors = []
+    session.on_compaction(create_compact_function(summarizer)).on_compaction_error(errors.append)
+    session.compact_after(100, token_counter=counter)
+    fill(session, 2)
+    assert session.get_path_length() == 2
+    assert session.compaction_status["detail"] == "ValueError: cannot count"
+    assert [str(error) for error in errors] == ["cannot count", "cannot count"]
+
+
 def test_nothing_to_compact_is_said_once_not_retried_every_turn(session, summarizer):
     session.on_compaction(create_compact_function(summarizer, protect_head=50)).compact_after(50)
     with pytest.warns(RuntimeWarning, match="nothing to compact"):
