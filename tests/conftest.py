@@ -22,6 +22,10 @@ BACKENDS = ("sqlite", "postgres")
 TESTS = Path(__file__).resolve().parent
 POSTGRES_FIXTURES = {"postgres_server", "postgres_url"}
 LOCAL_MODEL_FILES = {"test_local_model.py", "test_tour_notebook.py"}
+LITELLM_FILES = {"test_chat.py", "test_llm.py", "test_longterm_model.py", "test_memory_manager.py",
+                 "test_pages.py", "test_secrets.py"}
+"""Files whose tests import litellm (7 s): with ``--dist loadgroup`` one xdist worker runs them all,
+so the other never pays for it. Test modules import litellm through the ``litellm`` fixture only."""
 
 
 def pytest_configure(config):
@@ -53,6 +57,17 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
         if path.name in LOCAL_MODEL_FILES:
             item.add_marker(pytest.mark.local_model)
+        if path.name in LITELLM_FILES:
+            item.add_marker(pytest.mark.xdist_group("litellm"))
+
+
+@pytest.fixture(scope="session")
+def litellm():
+    """litellm, imported on first use with its bundled price map (no network at import)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    return litellm
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,8 @@
 """ChatRunner through the real litellm code path, with litellm's mock responses or a scripted
 litellm custom provider standing in for the model."""
 import copy
+import functools
 import json
-import os
 
 import pytest
 
@@ -13,9 +13,6 @@ from memorylab.llm import ModelError
 
 from tests.helpers import stored_bytes
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before litellm loads: no network
-import litellm  # noqa: E402
-from litellm import CustomLLM  # noqa: E402
 
 SECRET = "sk-test-SECRET123"
 USAGE = {"prompt_tokens": 7, "completion_tokens": 5, "total_tokens": 12}
@@ -25,45 +22,51 @@ def tool_call(call_id, name, **arguments):
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
 
 
-class ScriptedModel(CustomLLM):
-    """A litellm provider that plays a script: one reply (or exception) per call; keeps every request."""
+@functools.cache
+def scripted_model_class(litellm):
+    """The ScriptedModel class, built once litellm is imported (it subclasses litellm's CustomLLM)."""
 
-    def __init__(self, *replies):
-        super().__init__()
-        self.replies = list(replies)
-        self.requests = []
+    class ScriptedModel(litellm.CustomLLM):
+        """A litellm provider that plays a script: one reply (or exception) per call; keeps every request."""
 
-    def _next(self, messages):
-        self.requests.append(copy.deepcopy(messages))
-        reply = self.replies.pop(0)
-        if isinstance(reply, Exception):
-            raise reply
-        return reply
+        def __init__(self, *replies):
+            super().__init__()
+            self.replies = list(replies)
+            self.requests = []
 
-    def completion(self, *, model, messages, **_):
-        reply = self._next(messages)
-        message = {"role": "assistant", "content": reply.get("text"), "tool_calls": reply.get("calls")}
-        return litellm.ModelResponse(model=model, usage=USAGE, choices=[
-            {"index": 0, "message": message, "finish_reason": "tool_calls" if reply.get("calls") else "stop"}])
+        def _next(self, messages):
+            self.requests.append(copy.deepcopy(messages))
+            reply = self.replies.pop(0)
+            if isinstance(reply, Exception):
+                raise reply
+            return reply
 
-    def streaming(self, *, model, messages, **_):
-        reply = self._next(messages)
-        text, calls = reply.get("text", ""), reply.get("calls") or []
-        for piece in (text[: len(text) // 2], text[len(text) // 2:]):
-            yield {"text": piece, "tool_use": None, "is_finished": False, "finish_reason": "", "usage": None,
-                   "index": 0}
-        for index, call in enumerate(calls):
-            yield {"text": "", "tool_use": {**call, "index": index}, "is_finished": False, "finish_reason": "",
-                   "usage": None, "index": 0}
-        yield {"text": "", "tool_use": None, "is_finished": True, "finish_reason": "tool_calls" if calls else "stop",
-               "usage": USAGE, "index": 0}
+        def completion(self, *, model, messages, **_):
+            reply = self._next(messages)
+            message = {"role": "assistant", "content": reply.get("text"), "tool_calls": reply.get("calls")}
+            return litellm.ModelResponse(model=model, usage=USAGE, choices=[
+                {"index": 0, "message": message, "finish_reason": "tool_calls" if reply.get("calls") else "stop"}])
+
+        def streaming(self, *, model, messages, **_):
+            reply = self._next(messages)
+            text, calls = reply.get("text", ""), reply.get("calls") or []
+            for piece in (text[: len(text) // 2], text[len(text) // 2:]):
+                yield {"text": piece, "tool_use": None, "is_finished": False, "finish_reason": "", "usage": None,
+                       "index": 0}
+            for index, call in enumerate(calls):
+                yield {"text": "", "tool_use": {**call, "index": index}, "is_finished": False, "finish_reason": "",
+                       "usage": None, "index": 0}
+            yield {"text": "", "tool_use": None, "is_finished": True, "finish_reason": "tool_calls" if calls else "stop",
+                   "usage": USAGE, "index": 0}
+
+    return ScriptedModel
 
 
 @pytest.fixture
-def script(monkeypatch):
+def script(monkeypatch, litellm):
     """Register a ScriptedModel as litellm provider ``scripted``; call it with the replies."""
     def register(*replies):
-        model = ScriptedModel(*replies)
+        model = scripted_model_class(litellm)(*replies)
         monkeypatch.setattr(litellm, "custom_provider_map",
                             [*litellm.custom_provider_map, {"provider": "scripted", "custom_handler": model}])
         return model
@@ -246,7 +249,7 @@ def test_a_model_error_keeps_the_user_message_logs_it_and_raises(chat):
     assert "rate limiting" in record["message"]
 
 
-def test_an_error_after_a_tool_round_stores_the_work_done(chat, script):
+def test_an_error_after_a_tool_round_stores_the_work_done(chat, script, litellm):
     script(
         {"calls": [tool_call("call_1", "set_context", label="memory", content="Tea.")]},
         litellm.Timeout(message="read timed out", model="demo", llm_provider="scripted"),
@@ -372,7 +375,7 @@ def test_a_failing_long_term_memory_is_logged_and_the_turn_goes_on(chat):
     assert "index offline" in chat_errors(chat)[0]["message"]
 
 
-def test_no_key_reaches_the_database_or_an_export(chat, monkeypatch):
+def test_no_key_reaches_the_database_or_an_export(chat, monkeypatch, litellm):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     mocked(chat).send(f"My key is not {SECRET[:6]}, do not store it")
     with pytest.raises(ModelError):

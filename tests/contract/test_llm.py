@@ -1,6 +1,5 @@
 """Model access through litellm: completion, streaming, errors, keys, token counts, summarizers, the model list."""
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -15,24 +14,20 @@ from memorylab import llm
 from memorylab.errors import InvalidInputError
 from memorylab.llm import DEFAULT_LOCAL_MODEL, ModelError, make_summarizer
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before litellm loads: no network
-import litellm  # noqa: E402
-from litellm import CustomLLM  # noqa: E402
-
 SECRET = "sk-test-SECRET123"
 HELLO = [{"role": "user", "content": "hello"}]
 
 
-class EchoModel(CustomLLM):
-    """A litellm provider that answers with the last message it was sent, to show what went out."""
-
-    def completion(self, *, model, messages, **_):
-        message = {"role": "assistant", "content": messages[-1]["content"]}
-        return litellm.ModelResponse(model=model, choices=[{"index": 0, "finish_reason": "stop", "message": message}])
-
-
 @pytest.fixture
-def echo(monkeypatch):
+def echo(monkeypatch, litellm):
+    class EchoModel(litellm.CustomLLM):
+        """A litellm provider that answers with the last message it was sent, to show what went out."""
+
+        def completion(self, *, model, messages, **_):
+            message = {"role": "assistant", "content": messages[-1]["content"]}
+            return litellm.ModelResponse(model=model,
+                                         choices=[{"index": 0, "finish_reason": "stop", "message": message}])
+
     monkeypatch.setattr(litellm, "custom_provider_map",
                         [*litellm.custom_provider_map, {"provider": "echo", "custom_handler": EchoModel()}])
     return "echo/any"
@@ -103,7 +98,7 @@ def test_an_unreachable_server_is_a_connection_error(monkeypatch):
     assert "local-server-needs-none" not in str(raised.value)
 
 
-def test_an_auth_error_names_the_variable_and_never_the_key(monkeypatch):
+def test_an_auth_error_names_the_variable_and_never_the_key(monkeypatch, litellm):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     refused = litellm.AuthenticationError(message=f"Incorrect API key provided: {SECRET}", llm_provider="openai",
                                           model="gpt-4o-mini")
@@ -173,7 +168,7 @@ def test_count_tokens_through_litellm_and_for_the_parts_shape():
     assert llm.count_tokens(HELLO, "gpt-4o-mini", tools=tools)["tokens"] > counted["tokens"]
 
 
-def test_count_tokens_falls_back_to_the_estimate_and_says_so(monkeypatch):
+def test_count_tokens_falls_back_to_the_estimate_and_says_so(monkeypatch, litellm):
     def broken(**_):
         raise RuntimeError("tokenizer download failed")
     monkeypatch.setattr(litellm, "token_counter", broken)

@@ -5,7 +5,6 @@ whose text quotes the key, as real providers' authentication errors do.
 """
 import json
 import logging
-import os
 
 import pytest
 
@@ -16,8 +15,6 @@ from memorylab.io import export_session, write_export
 
 from tests.helpers import PAGES
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before litellm loads: no network
-import litellm  # noqa: E402
 
 SECRET = "sk-test-SECRET-12345"
 
@@ -49,6 +46,8 @@ def use_the_key(store):
     memory.summarize(key="email:ana@example.com")
     session = Session.create(store, "keyed-chat").with_context("memory", max_tokens=200)
     ChatRunner(session, model="gpt-4o-mini", mock_response="Noted, Ana.").send("Hello, I am Ana.")
+    import litellm  # loaded by the turn above, with memorylab's no-network settings
+
     auth = litellm.AuthenticationError(message=f"Incorrect API key provided: {SECRET}", llm_provider="openai",
                                        model="gpt-4o-mini")
     for error in (Exception(f"provider said: invalid key {SECRET}"), auth):
