@@ -84,7 +84,6 @@ class _Loaded:
 
         self.runtime = runtime
         self.lock = threading.Lock()
-        self.eos = runtime.eos
         environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
         self.template = environment.from_string(runtime.chat_template)
         self.template.globals["raise_exception"] = raise_exception
@@ -213,7 +212,7 @@ def generate(messages, *, tools=None, **params):
             f"the prompt is {prompt_tokens} tokens; the embedded model's context window is {CONTEXT_TOKENS}"
         )
     settings = {**DEFAULT_PARAMS, **{k: params[k] for k in PASSED_PARAMS if params.get(k) is not None}}
-    settings["stop"] = [loaded.eos, *_as_list(settings.get("stop"))]
+    settings["stop"] = [loaded.runtime.eos, *_as_list(settings.get("stop"))]
     pieces = []
     with loaded.lock:
         stream = loaded.runtime.stream(prompt, settings)
