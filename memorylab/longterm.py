@@ -25,6 +25,28 @@ importance          a number (or numeric string) clamped to 0..1; anything else 
 (neither summary    the item is skipped as ``empty_memory``
 nor body)
 ==================  ==========================================================================
+
+Recall (``prepare_request``) runs scope by scope; where it parts from Agently's AgentlyMemory on
+purpose, the rule says so:
+
+==================  ==========================================================================
+step                rule
+==================  ==========================================================================
+candidates          the first step that finds any: records holding a word of the query
+                    ("keyword", ranked by the full-text engine); records holding the whole
+                    query, ignoring case ("substring": "izza" finds "pizza"); records carrying
+                    the plan's tags ("tags"); the whole scope ("all"). The first two keep only
+                    records carrying every tag of the plan. Agently lists query and tag matches
+                    together; here one step's records are the list
+rerank decision     ``useful`` (else ``keep``, else ``decision``) rejects when false, 0 or one of
+                    DROP_WORDS (Agently keeps a 0); a kept one without a score scores 1.0; a
+                    score is clamped to 0..1; a candidate without a decision is kept, last. An
+                    answer without a decision that names an id is a failed rerank: retried,
+                    then ``memory_rerank_failed`` and the keyword order
+budget              whole lines, in rank order, a long one never hiding a short one behind it;
+                    when none fits, the best ranked is kept without its body and cut to fit
+                    (Agently cuts the first candidate whenever it is over, and never its summary)
+==================  ==========================================================================
 """
 import json
 import math
@@ -45,6 +67,9 @@ SCOPES = (GLOBAL, SESSION)
 SCOPE_NAMES = {"GLOBAL": GLOBAL, "SESSION": SESSION, GLOBAL: GLOBAL, SESSION: SESSION}
 MEMORY_BLOCK_HEADER = "Long-term memories that may be relevant:"
 MAX_TAGS = 12
+VERDICT_KEYS = ("useful", "keep", "decision")
+"""Where a rerank decision says keep or drop, the first present wins (Agently reads the same three)."""
+DROP_WORDS = frozenset({"drop", "dropped", "discard", "false", "no", "irrelevant", "not_useful", "0"})
 DIAGNOSTICS_LOG_SIZE = 50
 ERROR_CHARS = 300
 EDITABLE_FIELDS = ("summary", "body", "tags", "importance", "scope", "session_id")
@@ -165,7 +190,7 @@ def shape_body(value, body_schema):
     return body, [k for k in value if body_schema and k not in body_schema]
 
 
-def clamp_importance(value, default):
+def clamp_fraction(value, default):
     """``value`` (a number or a numeric string) clamped to 0..1, else ``default``."""
     if isinstance(value, str):
         try:
@@ -186,23 +211,37 @@ def normalize_memory(item, *, body_schema, default_importance):
         return None, {"reason": "empty_memory"}
     memory = {"scope": normalize_scope(item.get("scope")), "summary": summary, "body": body,
               "tags": normalize_tags(item.get("tags")),
-              "importance": clamp_importance(item.get("importance"), default_importance)}
+              "importance": clamp_fraction(item.get("importance"), default_importance)}
     return memory, ({"dropped_body_keys": dropped} if dropped else {})
 
 
 # -- rendering and budgets (pure) -----------------------------------------------------------------
 
+def _label(memory):
+    return "[global] " if memory["scope"] == GLOBAL else "[session] "
+
+
 def render_memory(memory, *, with_body=True):
     """One line for the prompt: ``[global] summary (key: value; ...)``; body values that only
     repeat the summary are left out."""
-    label = "global" if memory["scope"] == GLOBAL else "session"
     details = [f"{key}: {_one_line(value)}" for key, value in memory["body"].items()
                if _one_line(value) != memory["summary"]]
     if not memory["summary"]:
-        return f"[{label}] " + "; ".join(details)
+        return _label(memory) + "; ".join(details)
     if with_body and details:
-        return f"[{label}] {memory['summary']} ({'; '.join(details)})"
-    return f"[{label}] {memory['summary']}"
+        return f"{_label(memory)}{memory['summary']} ({'; '.join(details)})"
+    return _label(memory) + memory["summary"]
+
+
+def shortened_line(memory, max_chars):
+    """The memory's line without its body, cut to ``max_chars`` with an ellipsis when longer; None
+    when not one character of the memory would remain after its ``[scope]`` label."""
+    line = render_memory(memory, with_body=False)
+    if len(line) <= max_chars:
+        return line
+    if max_chars - 1 <= len(_label(memory)):
+        return None
+    return line[:max_chars - 1] + "…"
 
 
 def render_memory_block(memories):
@@ -223,7 +262,9 @@ def fit_budget(memories, *, max_total_chars, max_item_chars):
 
     A line over ``max_item_chars`` is tried again without its body; a line that still does not
     fit, or would take the total over ``max_total_chars``, is skipped and the next one is tried:
-    a long memory never hides a short one behind it.
+    a long memory never hides a short one behind it. When no line fits whole, the first memory
+    (the best ranked) is kept shortened to fit both budgets (``shortened_line``), so a small
+    budget still injects something.
     """
     kept, compacted, skipped, used = [], [], [], 0
     for memory in memories:
@@ -238,8 +279,14 @@ def fit_budget(memories, *, max_total_chars, max_item_chars):
             continue
         used += len(line)
         kept.append({**memory, "rendered": line})
+    shortened = []
+    best = memories[0] if memories and not kept else None
+    line = best and shortened_line(best, min(max_item_chars, max_total_chars))
+    if line:
+        kept, used, shortened = [{**best, "rendered": line}], len(line), [best["id"]]
+        skipped = skipped[1:]  # every memory was skipped, the best first
     report = {"max_total_chars": max_total_chars, "max_item_chars": max_item_chars, "used_chars": used,
-              "compacted": compacted, "skipped": skipped}
+              "compacted": compacted, "shortened": shortened, "skipped": skipped}
     return kept, report
 
 
@@ -271,14 +318,15 @@ def _listed(result, key, step):
 
 
 def _verdict(decision):
-    """A reranker decision as ``{useful, score, reason}``; what a weak model gets wrong reads as "keep"."""
-    useful = decision.get("useful", True)
-    if isinstance(useful, str):
-        useful = useful.strip().lower() not in ("false", "no", "0")
-    score = _number(decision.get("score"))
-    return {"useful": not (isinstance(useful, (bool, int, float)) and useful == 0),
-            "score": None if score is None else float(score),
-            "reason": _one_line(decision.get("reason"))[:200]}
+    """A reranker decision as ``{useful, score, reason}``, read as Agently reads it (see the module's
+    rerank table); what a weak model gets wrong otherwise reads as "keep"."""
+    said = next((decision[key] for key in VERDICT_KEYS if key in decision), True)
+    if isinstance(said, str):
+        useful = said.strip().lower() not in DROP_WORDS
+    else:
+        useful = said is not False and _number(said) != 0
+    score = clamp_fraction(decision["score"], None) if "score" in decision else float(useful)
+    return {"useful": useful, "score": score, "reason": _one_line(decision.get("reason"))[:200]}
 
 
 def apply_decisions(candidates, decisions):
@@ -286,11 +334,14 @@ def apply_decisions(candidates, decisions):
 
     Decisions are matched by id (as text, so "3" and 3 agree); a candidate without one is kept.
     The sort is stable and puts unscored candidates after scored ones, in their keyword order.
+    ValueError when no decision names an id: an empty answer is a failed rerank, not a verdict.
     """
     verdicts = {}
     for decision in decisions:
         if isinstance(decision, dict) and "id" in decision:
             verdicts.setdefault(str(decision["id"]), _verdict(decision))
+    if not verdicts:
+        raise ValueError(f"the reranker returned no decisions with an id: {compact_json(decisions)[:200]}")
     judged = [{"id": c["id"], **verdicts.get(str(c["id"]), {"useful": True, "score": None,
                                                                 "reason": "no decision: kept"})}
               for c in candidates]
@@ -498,12 +549,14 @@ class LongTermMemory:
                         "rerank": rerank, "ranked": [m["id"] for m in ranked]}
 
     def _candidates(self, scope, session_id, plan):
-        """Records matching the query (and tags), else those carrying the tags, else the whole scope."""
-        tries = [("keyword", plan["query"], plan["tags"])] if plan["query"] else []
-        tries += [("tags", None, plan["tags"])] if plan["tags"] else []
-        for source, query, tags in [*tries, ("all", None, ())]:
-            found = self.store.memory_candidates(self.workspace, scope, session_id, query=query, tags=tags,
-                                                 limit=self.settings["candidates_per_scope"])
+        """``(records, source)`` from the first of the module's candidate steps that finds any."""
+        query, tags = plan["query"], plan["tags"]
+        tries = [("keyword", {"query": query, "tags": tags}),
+                 ("substring", {"query": query, "match": "substring", "tags": tags})] if query else []
+        tries += [("tags", {"tags": tags})] if tags else []
+        for source, criteria in [*tries, ("all", {})]:
+            found = self.store.memory_candidates(self.workspace, scope, session_id,
+                                                 limit=self.settings["candidates_per_scope"], **criteria)
             if found:
                 return found, source
         return [], None
@@ -523,13 +576,13 @@ class LongTermMemory:
         payload = {"query": query, "candidates": [{key: c[key] for key in ("id", "summary", "tags", "scope")}
                                                   for c in candidates]}
         try:
-            decisions, attempts = self._run(self.reranker, payload,
-                                            lambda result: _listed(result, "decisions", "reranker"))
+            (kept, verdicts), attempts = self._run(
+                self.reranker, payload,
+                lambda result: apply_decisions(candidates, _listed(result, "decisions", "reranker")))
         except _StepFailed as failure:
             events.append({"code": "memory_rerank_failed", "scope": scope, "error": failure.error,
                            "attempts": failure.attempts})
             return candidates, {"status": "failed", "error": failure.error, "attempts": failure.attempts}
-        kept, verdicts = apply_decisions(candidates, decisions)
         report = {"decisions": verdicts, "attempts": attempts}
         if kept:
             return kept, {"status": "reranked", **report}

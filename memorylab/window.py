@@ -3,10 +3,12 @@
 A ``ContextWindow`` holds ``full_context`` (every message ever added) and ``context_window`` (what
 goes into the next request), plus a free-form ``memo`` that policies may keep notes in. Length is
 a character count of the serialized messages, not tokens: cheap, and the same on every machine.
-Policies are plain functions: analysis handlers pick a strategy by name, resize handlers apply it.
+Policies are plain functions: the analysis handler picks a strategy by name, resize handlers apply it.
 """
 import copy
+import functools
 import json
+import re
 import warnings
 
 import yaml
@@ -16,6 +18,8 @@ from .truncation import longest_fitting
 
 SIMPLE_CUT = "simple_cut"
 STATE_FIELDS = ("full_context", "context_window", "memo", "max_length", "auto_resize")
+_YAML_FOLDED = re.compile("[\x85\u2028\u2029]")
+"""Line breaks that YAML's plain and single-quoted styles fold into spaces on reading."""
 
 
 def message_length(message):
@@ -28,9 +32,15 @@ def length(messages):
     return sum(message_length(message) for message in messages)
 
 
+def simple_cut_when_too_long(full_context, context_window, memo, settings):
+    """The default analysis handler: ``simple_cut`` when the window is over ``max_length``."""
+    return SIMPLE_CUT if length(context_window) > settings["max_length"] else None
+
+
 def simple_cut(full_context, context_window, memo, settings):
     """Keep the newest messages that fit ``settings["max_length"]``; when even the newest is too long
-    alone, keep it with only the end of its content (the latest words matter most)."""
+    alone, keep it with only the end of its content (the latest words matter most): the last
+    characters of a text, the last whole parts of a list of parts."""
     max_length = settings["max_length"]
     kept, total = [], 0
     for message in reversed(context_window):
@@ -50,19 +60,34 @@ def simple_cut(full_context, context_window, memo, settings):
     return None, [{**newest, "content": content[len(content) - chars:]}], None
 
 
+def _as_messages(value, method):
+    """One message or a list or tuple of them, as a list (what Agently's chat history methods take)."""
+    if isinstance(value, dict):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise InvalidMessageError(f"{method} takes one message (a dict) or a list of them, got {type(value).__name__}")
+
+
 def _check_messages(messages, where):
-    if not isinstance(messages, list):
+    if not isinstance(messages, (list, tuple)):
         raise InvalidMessageError(f"{where} must be a list of messages, got {type(messages).__name__}")
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
             raise InvalidMessageError(f"{where}[{index}] must be a dict, got {type(message).__name__}")
-        for key in ("role", "content"):
-            if not isinstance(message.get(key), str):
-                raise InvalidMessageError(
-                    f"{where}[{index}] needs a string {key!r} (OpenAI chat shape), got {message.get(key)!r}"
-                )
+        if not isinstance(message.get("role"), str):
+            raise InvalidMessageError(
+                f"{where}[{index}] needs a string 'role' (OpenAI chat shape), got {message.get('role')!r}"
+            )
+        content = message.get("content")
+        if not isinstance(content, str) and not (
+                isinstance(content, list) and all(isinstance(part, dict) for part in content)):
+            raise InvalidMessageError(
+                f"{where}[{index}] needs a 'content' that is a string or a list of content parts (dicts), "
+                f"got {content!r}"
+            )
         _check_json(message, f"{where}[{index}]")
-    return copy.deepcopy(messages)
+    return copy.deepcopy(list(messages))
 
 
 def _check_json(value, where):
@@ -78,13 +103,45 @@ def _check_max_length(value):
     return value
 
 
+class _ExportDumper(yaml.SafeDumper):
+    """YAML for exports: strings holding a line break that YAML folds are written double-quoted,
+    the one style that escapes them, so they come back as they went."""
+
+
+def _represent_text(dumper, text):
+    style = '"' if _YAML_FOLDED.search(text) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_ExportDumper.add_representer(str, _represent_text)
+
+
+class _new_or_into:
+    """A loader that, called on the class, returns a new window and, called on a window, loads into
+    that window and returns it (Agently's way); either way a failed load changes nothing."""
+
+    def __init__(self, load):
+        self.load = load
+
+    def __get__(self, window, cls):
+        @functools.wraps(self.load)
+        def load(text):
+            loaded = self.load(cls, text)
+            if window is None:
+                return loaded
+            window._take_state(loaded)
+            return window
+
+        return load
+
+
 class ContextWindow:
     """A chat history and the bounded window of it that is sent to the model.
 
     Reads return copies, so nothing outside changes the window except its methods. With
     ``auto_resize`` every ``add_chat_history`` and ``set_chat_history`` runs the policy.
-    ``load_json`` and ``load_yaml`` are classmethods returning a new window, so a failed import
-    cannot damage a window in use; handlers are code, not state, and are registered on it again.
+    ``ContextWindow.load_json(text)`` returns a new window and ``window.load_json(text)`` loads into
+    ``window``, keeping its handlers (code, not state: a new window needs them registered again).
     """
 
     def __init__(self, *, max_length=12000, auto_resize=True):
@@ -93,7 +150,7 @@ class ContextWindow:
         self._full_context = []
         self._context_window = []
         self._memo = None
-        self._analysis_handlers = []
+        self._analysis_handler = simple_cut_when_too_long
         self._resize_handlers = {SIMPLE_CUT: simple_cut}
 
     @property
@@ -134,29 +191,33 @@ class ContextWindow:
 
     def add_chat_history(self, message_or_messages):
         """Append one message or a list to both the history and the window, then run the policy."""
-        messages = message_or_messages if isinstance(message_or_messages, list) else [message_or_messages]
-        messages = _check_messages(messages, "message")
+        messages = _check_messages(_as_messages(message_or_messages, "add_chat_history"), "message")
         self._full_context.extend(messages)
         self._context_window.extend(copy.deepcopy(messages))
         if self.auto_resize:
             self.resize()
 
     def set_chat_history(self, messages):
-        """Replace the history and the window with ``messages`` (the memo stays), then run the policy."""
-        messages = _check_messages(messages, "chat history")
+        """Replace the history and the window with ``messages`` (one message or a list; the memo
+        stays), then run the policy."""
+        messages = _check_messages(_as_messages(messages, "set_chat_history"), "chat history")
         self._full_context = messages
         self._context_window = copy.deepcopy(messages)
         if self.auto_resize:
             self.resize()
 
     def reset_chat_history(self):
-        """Forget every message and the memo, which describes them."""
-        self._full_context, self._context_window, self._memo = [], [], None
+        """Forget every message. The memo stays, as in Agently: it is the application's notes, which
+        may outlive the messages (``window.memo = None`` forgets it too)."""
+        self._full_context, self._context_window = [], []
 
     def register_analysis_handler(self, handler):
-        """``handler(full_context, context_window, memo, settings) -> strategy name | None``; the first
-        handler to name a strategy wins."""
-        self._analysis_handlers.append(handler)
+        """``handler(full_context, context_window, memo, settings) -> strategy name | None`` replaces
+        the analysis handler, the default included: it alone decides when the window is resized.
+        ``None`` restores the default, ``simple_cut_when_too_long``."""
+        if handler is not None and not callable(handler):
+            raise InvalidInputError(f"an analysis handler must be callable or None, got {handler!r}")
+        self._analysis_handler = simple_cut_when_too_long if handler is None else handler
 
     def register_resize_handler(self, name, handler):
         """``handler(full_context, context_window, memo, settings) -> (full_context, context_window, memo)``,
@@ -164,18 +225,9 @@ class ContextWindow:
         self._resize_handlers[name] = handler
 
     def resize(self):
-        """Run the policy now; returns the strategy applied, or None.
-
-        Without a strategy from the analysis handlers, ``simple_cut`` runs when the window is over
-        ``max_length``. An unknown strategy is warned about and changes nothing.
-        """
-        strategy = None
-        for analyse in self._analysis_handlers:
-            strategy = analyse(*self._handler_arguments())
-            if strategy is not None:
-                break
-        if strategy is None and self.window_length > self.max_length:
-            strategy = SIMPLE_CUT
+        """Run the policy now: the strategy the analysis handler names is applied and returned (None:
+        nothing to do). An unknown strategy is warned about and changes nothing."""
+        strategy = self._analysis_handler(*self._handler_arguments())
         if strategy is None:
             return None
         handler = self._resize_handlers.get(strategy)
@@ -222,7 +274,7 @@ class ContextWindow:
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=2)
 
     def to_yaml(self):
-        return yaml.safe_dump(self.to_dict(), allow_unicode=True, sort_keys=False)
+        return yaml.dump(self.to_dict(), Dumper=_ExportDumper, allow_unicode=True, sort_keys=False)
 
     @classmethod
     def from_dict(cls, state):
@@ -249,14 +301,14 @@ class ContextWindow:
             raise ImportFormatError(f"the context window export is not valid: {error}") from None
         return window
 
-    @classmethod
+    @_new_or_into
     def load_json(cls, text):
-        """A new window from ``to_json`` output; an existing window is never touched."""
+        """The state in ``to_json`` output: a new window from the class, loaded into a window from it."""
         return cls._load(text, json.loads, ValueError, "JSON")
 
-    @classmethod
+    @_new_or_into
     def load_yaml(cls, text):
-        """A new window from ``to_yaml`` output; an existing window is never touched."""
+        """The state in ``to_yaml`` output: a new window from the class, loaded into a window from it."""
         return cls._load(text, yaml.safe_load, yaml.YAMLError, "YAML")
 
     @classmethod
@@ -266,3 +318,8 @@ class ContextWindow:
         except parse_error as error:
             raise ImportFormatError(f"the context window export is not valid {format_name}: {error}") from None
         return cls.from_dict(state)
+
+    def _take_state(self, other):
+        """Hold ``other``'s state (which it does not share); the handlers stay this window's."""
+        self._full_context, self._context_window, self._memo = other._full_context, other._context_window, other._memo
+        self._max_length, self.auto_resize = other._max_length, other.auto_resize

@@ -7,9 +7,14 @@ one session, so another session's records cannot reach a candidate list.
 """
 import json
 
+from ..errors import InvalidInputError
 from ..messages import utc_now_iso
 
 _RECORD_FIELDS = ("summary", "body", "tags", "importance", "scope", "kind", "session_id")
+MATCHES = ("words", "substring")
+MAX_SUBSTRING_CHARS = 10_000
+"""A longer query is not searched as a substring: text that long is no fragment, and SQLite refuses
+LIKE patterns over 50,000 bytes."""
 
 
 def _dumps(value):
@@ -24,6 +29,11 @@ def _record_from_row(row):
         "provenance": json.loads(row["provenance"]), "vector_index": json.loads(row["vector_index"]),
         "created_at": row["created_at"], "updated_at": row["updated_at"],
     }
+
+
+def _like_literal(text):
+    """``text`` as a LIKE pattern that matches only itself (``ESCAPE '\\'``)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _scope_filter(scope, session_id):
@@ -94,26 +104,38 @@ class LongTermStorage:
         )
         return row["pk"] if row else None
 
-    def memory_candidates(self, workspace, scope, session_id, *, query=None, tags=(), limit=8):
-        """Records of one scope, best first: those holding any word of ``query`` (BM25, the summary
-        weighing most) when a query is given, those carrying any of ``tags`` when tags are given.
-        A query without a searchable word matches nothing, so the caller's fallback decides."""
+    def memory_candidates(self, workspace, scope, session_id, *, query=None, match="words", tags=(), limit=8):
+        """Records of one scope carrying every one of ``tags``, best first.
+
+        With a ``query``, ``match="words"`` keeps those holding any word of it (BM25, the summary
+        weighing most) and ``match="substring"`` those holding the query itself, ignoring case (of
+        ASCII letters only, on SQLite), in their summary, body values or tags: a fragment such as
+        "izza" finds "pizza". A query with nothing to search for matches nothing, so the caller's
+        fallback decides.
+        """
+        if match not in MATCHES:
+            raise InvalidInputError(f"match must be one of {MATCHES}, got {match!r}")
         scope_sql, params = _scope_filter(scope, session_id)
         where = [f"r.workspace = :workspace AND {scope_sql}"]
         params.update(workspace=workspace, limit=int(limit))
         source, order = "memory_records r", "r.importance DESC, r.updated_at DESC, r.pk DESC"
-        found = self._full_text("memories", query, any_word=True) if query else None
-        if query and found is None:
-            return []
-        if found:
+        if query and match == "substring":
+            if len(query) > MAX_SUBSTRING_CHARS:
+                return []
+            params["fragment"] = f"%{_like_literal(self._searchable(query))}%"
+            texts = ("r.summary", self._json_words("r.body"), self._json_words("r.tags"))
+            where.append("(" + " OR ".join(f"lower({text}) LIKE lower(:fragment) ESCAPE '\\'" for text in texts) + ")")
+        elif query:
+            found = self._full_text("memories", query, any_word=True)
+            if found is None:
+                return []
             fts, params["match"] = found
             source = fts.source
             where.insert(0, fts.condition)
             order = f"{fts.rank}, {order}"
-        if tags:
-            params.update({f"tag{i}": tag for i, tag in enumerate(tags)})
-            where.append(f"EXISTS (SELECT 1 FROM {self._json_values('r.tags', 't')}"
-                         f" WHERE t.value IN ({', '.join(f':tag{i}' for i in range(len(tags)))}))")
+        for i, tag in enumerate(tags):
+            params[f"tag{i}"] = tag
+            where.append(f"EXISTS (SELECT 1 FROM {self._json_values('r.tags', f't{i}')} WHERE t{i}.value = :tag{i})")
         rows = self._all(
             f"SELECT r.* FROM {source} WHERE {' AND '.join(where)} ORDER BY {order} LIMIT :limit", params
         )

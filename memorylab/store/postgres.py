@@ -240,6 +240,10 @@ class PostgresStore(Store):
         return f"jsonb_array_elements_text(CAST({expression} AS jsonb)) AS {alias}(value)"
 
     @staticmethod
+    def _json_words(expression):
+        return f"memorylab_json_words({expression})"
+
+    @staticmethod
     def _glob(column, parameter):
         return f"{column} LIKE {parameter} ESCAPE '\\'"
 

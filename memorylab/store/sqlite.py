@@ -164,6 +164,11 @@ class SQLiteStore(SQLiteIntegrity, Store):
         return f"json_each({expression}) AS {alias}"
 
     @staticmethod
+    def _json_words(expression):
+        """The scalar values of a JSON text as one text, keys left out (as the memory index takes them)."""
+        return f"COALESCE((SELECT group_concat(atom, ' ') FROM json_tree({expression}) WHERE atom IS NOT NULL), '')"
+
+    @staticmethod
     def _glob(column, parameter):
         return f"{column} GLOB {parameter}"
 

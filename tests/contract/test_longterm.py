@@ -241,6 +241,27 @@ def test_tag_filters_narrow_the_candidates_and_fall_back_step_by_step(lab):
     assert by_tag_only["diagnostics"]["scopes"][GLOBAL]["candidate_source"] == "all"
 
 
+def test_every_tag_of_the_plan_must_be_on_a_record_or_the_tags_are_ignored(lab):
+    lab.add_record("Marta's diet is low-carb", tags=["diet"])
+    both = memory(lab.store, planner=Step(plan("Marta", "family", "diet"))).prepare_request("s1", "x")
+    assert ids(both["GLOBAL_MEMORY"]) == [2]  # 6 carries only one of the two tags
+    assert both["diagnostics"]["scopes"][GLOBAL]["candidate_source"] == "keyword"
+    apart = memory(lab.store, planner=Step(plan("Marta", "diet", "contact"))).prepare_request("s1", "x")
+    assert apart["diagnostics"]["scopes"][GLOBAL]["candidate_source"] == "all"  # no record carries both
+    assert sorted(ids(apart["GLOBAL_MEMORY"])) == [1, 2, 6]
+
+
+def test_a_fragment_that_no_word_matches_is_found_as_a_substring(lab):
+    pizza = lab.add_record("Marta's favourite food is pizza")
+    lunch = lab.add_record("Usual lunch order", body={"fact": "a quattro formaggi"}, importance=0.9)
+    found = lab.prepare_request("s1", "IZZA")
+    assert ids(found["GLOBAL_MEMORY"]) == [pizza["id"]]
+    assert found["diagnostics"]["scopes"][GLOBAL]["candidate_source"] == "substring"
+    assert ids(lab.prepare_request("s1", "ormagg")["GLOBAL_MEMORY"]) == [lunch["id"]]  # body values too
+    for literal in ("fact", "%", "_", "\\", "izz%"):  # not the body's keys; LIKE's wildcards are plain characters
+        assert lab.prepare_request("s1", literal)["diagnostics"]["scopes"][GLOBAL]["candidate_source"] == "all"
+
+
 def test_the_plan_can_leave_a_scope_out(lab):
     result = memory(lab.store, planner=Step(plan("refund", include_global=False))).prepare_request("s1", "x")
     assert result["GLOBAL_MEMORY"] == [] and result["diagnostics"]["scopes"][GLOBAL] == {"included": False}
@@ -295,19 +316,43 @@ def test_rerank_orders_by_score_keeps_undecided_candidates_and_drops_rejected_on
     assert ids(scored.prepare_request("s1", "zebra")["GLOBAL_MEMORY"]) == [2, 1]
 
 
-def test_a_failing_reranker_is_retried_then_the_keyword_order_is_kept(lab):
-    reranker = Step(RuntimeError("rerank timeout"))
+@pytest.mark.parametrize("reply, error", [
+    (RuntimeError("rerank timeout"), "rerank timeout"),
+    ({"decisions": []}, "no decisions"),  # an empty answer is a failure too, not "keep everything"
+    ({"decisions": [{"useful": False}, "drop 1"]}, "no decisions"),
+])
+def test_a_failing_reranker_is_retried_then_the_keyword_order_is_kept(lab, reply, error):
+    reranker = Step(reply)
     result = memory(lab.store, reranker=reranker).prepare_request("s1", "zebra")
     assert len(reranker.calls) == 4  # two scopes, two attempts each
     assert ids(result["GLOBAL_MEMORY"]) == [1, 2] and ids(result["SESSION_MEMORY"]) == [4, 3]
     failures = [e for e in result["diagnostics"]["events"] if e["code"] == "memory_rerank_failed"]
     assert [(e["scope"], e["attempts"]) for e in failures] == [(GLOBAL, 2), (SESSION, 2)]
-    assert "rerank timeout" in failures[0]["error"]
+    assert error in failures[0]["error"]
     recovering = Step(RuntimeError("flaky"), decide((1, True, 0.1), (2, True, 0.9)))
     result = memory(lab.store, reranker=recovering).prepare_request("s1", "zebra")
     assert ids(result["GLOBAL_MEMORY"]) == [2, 1]
     assert result["diagnostics"]["scopes"][GLOBAL]["rerank"]["attempts"] == 2
     assert "memory_rerank_failed" not in codes(result)
+
+
+@pytest.mark.parametrize("decision", [
+    {"useful": "drop"}, {"useful": 0}, {"useful": False}, {"useful": "irrelevant"}, {"useful": " Discard "},
+    {"useful": "not_useful"}, {"useful": "false"}, {"keep": False}, {"decision": "dropped"},
+])
+def test_a_decision_that_says_drop_in_any_of_its_words_drops_the_record(lab, decision):
+    reranker = Step({"decisions": [{"id": 1, **decision}, {"id": 2, "useful": True, "score": 0.5}]})
+    assert ids(memory(lab.store, reranker=reranker).prepare_request("s1", "Marta")["GLOBAL_MEMORY"]) == [2]
+
+
+def test_a_useful_decision_without_a_score_counts_as_fully_relevant(lab):
+    unscored = Step({"decisions": [{"id": 1, "useful": True, "score": 0.4}, {"id": 2, "useful": "yes"}]})
+    result = memory(lab.store, reranker=unscored).prepare_request("s1", "Marta")
+    assert ids(result["GLOBAL_MEMORY"]) == [2, 1]
+    verdicts = result["diagnostics"]["scopes"][GLOBAL]["rerank"]["decisions"]
+    assert {v["id"]: v["score"] for v in verdicts} == {1: 0.4, 2: 1.0}
+    as_text = Step({"decisions": [{"id": 1, "useful": True, "score": "0.9"}, {"id": 2, "useful": True, "score": 0.5}]})
+    assert ids(memory(lab.store, reranker=as_text).prepare_request("s1", "Marta")["GLOBAL_MEMORY"]) == [1, 2]
 
 
 def test_a_rerank_that_drops_everything_falls_back_to_the_candidates(lab):
@@ -346,6 +391,26 @@ def test_an_item_over_its_budget_loses_its_body_first_then_is_skipped():
     assert [m["rendered"] for m in kept] == ["[global] short", "[global] fits (fact: small)"]
     assert report["compacted"] == [1]
     assert report["skipped"] == [{"id": 2, "reason": "over_item_budget", "chars": 129}]
+
+
+def test_when_no_memory_fits_whole_the_best_ranked_one_is_shortened_to_fit():
+    items = [record(1, "a" * 100), record(2, "b" * 90)]
+    kept, report = fit_budget(items, max_total_chars=50, max_item_chars=400)
+    assert [m["rendered"] for m in kept] == ["[global] " + "a" * 40 + "…"]
+    assert report["shortened"] == [1] and report["used_chars"] == 50
+    assert report["skipped"] == [{"id": 2, "reason": "over_total_budget", "chars": 99}]
+    short_behind = fit_budget([record(1, "a" * 100), record(2, "b" * 10)], max_total_chars=50, max_item_chars=400)
+    assert ids(short_behind[0]) == [2] and short_behind[1]["shortened"] == []  # a whole line is still preferred
+    assert fit_budget(items, max_total_chars=10, max_item_chars=400)[0] == []  # no room for a single letter
+    [cut], report = fit_budget(items, max_total_chars=1000, max_item_chars=30)
+    assert len(cut["rendered"]) == 30 and report["shortened"] == [1]
+
+
+def test_a_budget_smaller_than_every_memory_still_injects_the_best_one_shortened(lab):
+    result = memory(lab.store, settings={"max_total_chars": 30}).prepare_request("s1", "email")
+    assert ids(result["memories"]) == [1]
+    assert result["rendered"] == f"{MEMORY_BLOCK_HEADER}\n- [global] Marta wants to be co…"
+    assert result["diagnostics"]["budget"]["shortened"] == [1]
 
 
 def test_budgets_apply_to_the_request_and_are_reported(lab):

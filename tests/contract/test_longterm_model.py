@@ -97,6 +97,28 @@ def test_broken_json_from_the_model_degrades_every_step_and_never_raises(store):
     assert [m["summary"] for m in recall["GLOBAL_MEMORY"]] == ["Marta is vegetarian", "Marta wants email"]
 
 
+def recall_with(store, reply):
+    lab = LongTermMemory(store, workspace="lab", model="gpt-4o-mini",
+                         settings={"model_kwargs": {"mock_response": json.dumps({"query": "Marta", **reply})}})
+    for summary in ("Marta wants email", "Marta is vegetarian", "Marta lives in Oslo"):
+        lab.add_record(summary)
+    return lab.prepare_request("s1", "Marta")
+
+
+def test_a_model_reranker_may_answer_in_words_and_leave_scores_out(store):
+    recall = recall_with(store, {"decisions": [{"id": 1, "useful": "drop"}, {"id": 2, "useful": "yes"},
+                                               {"id": 3, "useful": True, "score": 0.3}]})
+    assert [m["summary"] for m in recall["GLOBAL_MEMORY"]] == ["Marta is vegetarian", "Marta lives in Oslo"]
+    assert recall["diagnostics"]["scopes"]["GLOBAL_MEMORY"]["rerank"]["status"] == "reranked"
+
+
+def test_a_model_reranker_that_decides_nothing_is_a_recorded_failure(store):
+    recall = recall_with(store, {"decisions": []})
+    assert codes(recall) == ["memory_rerank_failed"]
+    assert "no decisions" in recall["diagnostics"]["events"][0]["error"]
+    assert len(recall["GLOBAL_MEMORY"]) == 3
+
+
 def test_a_failing_model_call_is_reported_without_the_key(store, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     lab = LongTermMemory(store, workspace="lab", model="gpt-4o-mini",

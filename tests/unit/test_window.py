@@ -104,18 +104,33 @@ def test_a_memo_handler_keeps_the_last_four_and_takes_notes():
     assert len(window.full_context) == 7
 
 
-def test_the_first_analysis_handler_with_a_strategy_wins():
-    window = ContextWindow(auto_resize=False)
-    calls = []
-    window.register_analysis_handler(lambda *args: calls.append("first"))
+def test_a_registered_analysis_handler_replaces_the_default_one():
+    # The seed's recipe: its handler alone decides, so simple_cut never runs behind it.
+    window = ContextWindow(max_length=150)
+    window.register_analysis_handler(analysis_handler)
+    window.register_resize_handler("keep_last_four", keep_last_four)
+    for message in chat(8):
+        window.add_chat_history(message)
+    assert contents(window.context_window) == ["003", "004", "005", "006", "007"]
+    assert window.window_length > window.max_length
+    assert window.memo == {"previous_turns": 3, "note": "older turns were summarized by the app"}
+
+
+def test_a_second_analysis_handler_replaces_the_first_and_none_restores_the_default():
+    window = ContextWindow(max_length=100, auto_resize=False)
+    window.register_analysis_handler(lambda *args: pytest.fail("a replaced handler ran"))
     window.register_analysis_handler(lambda *args: "keep_one")
-    window.register_analysis_handler(lambda *args: pytest.fail("a later handler ran"))
     window.register_resize_handler("keep_one", lambda full, ctx, memo, settings: (None, ctx[-1:], None))
     window.add_chat_history(chat(3))
     assert len(window.context_window) == 3  # auto_resize is off
     assert window.resize() == "keep_one"
     assert contents(window.context_window) == ["002"]
-    assert calls == ["first"]
+    window.register_analysis_handler(None)
+    window.set_chat_history(chat(10))
+    assert window.resize() == "simple_cut"
+    assert window.window_length <= 100
+    with pytest.raises(ValueError, match="callable or None"):
+        window.register_analysis_handler("keep_one")
 
 
 def test_handlers_receive_the_settings():
@@ -154,21 +169,63 @@ def test_setting_then_adding_never_duplicates():
     assert window.full_context == chat(2)
 
 
-def test_setting_a_long_history_runs_the_policy_and_reset_forgets_everything():
+def test_setting_a_long_history_runs_the_policy_and_keeps_the_memo():
     window = ContextWindow(max_length=100)
     window.memo = {"note": "kept across set"}
     window.set_chat_history(chat(20))
     assert window.window_length <= 100
     assert len(window.full_context) == 20
     assert window.memo == {"note": "kept across set"}
+
+
+def test_reset_forgets_the_messages_and_keeps_the_memo():
+    window = ContextWindow()
+    window.add_chat_history(chat(3))
+    window.memo = {"note": "kept across reset"}
     window.reset_chat_history()
-    assert (window.full_context, window.context_window, window.memo) == ([], [], None)
+    assert (window.full_context, window.context_window, window.memo) == ([], [], {"note": "kept across reset"})
+    window.memo = None  # forgetting the memo too is one more line
+    assert window.memo is None
+
+
+def test_one_message_or_a_tuple_of_them_is_accepted_wherever_a_list_is():
+    window = ContextWindow()
+    window.set_chat_history({"role": "user", "content": "only me"})
+    assert window.full_context == [{"role": "user", "content": "only me"}]
+    window.add_chat_history(tuple(chat(2)))
+    assert window.context_window == [{"role": "user", "content": "only me"}, *chat(2)]
+    window.set_chat_history(tuple(chat(3)))
+    assert window.full_context == chat(3)
+    with pytest.raises(ValueError, match="add_chat_history takes one message .a dict. or a list of them"):
+        window.add_chat_history("hello")
+
+
+PICTURE = {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}
+
+
+def test_content_may_be_a_list_of_parts():
+    window = ContextWindow()
+    message = {"role": "user", "content": [{"type": "text", "text": "what is this?"}, PICTURE]}
+    window.add_chat_history(message)
+    assert window.context_window == [message]
+    assert window.window_length == len(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
+
+
+def test_simple_cut_keeps_the_last_parts_of_a_long_list_of_parts():
+    parts = [{"type": "text", "text": f"part {i} " + "x" * 40} for i in range(5)]
+    window = ContextWindow(max_length=180)
+    window.add_chat_history({"role": "user", "content": parts})
+    [kept] = window.context_window
+    assert kept["content"] == parts[-2:]
+    assert window.window_length <= 180
 
 
 @pytest.mark.parametrize("bad, complaint", [
     ("just text", "dict"),
     ({"role": "user"}, "content"),
     ({"role": "user", "content": ["part"]}, "content"),
+    ({"role": "user", "content": [PICTURE, None]}, "content"),
+    ({"role": "user", "content": {"type": "text", "text": "a part, not a list"}}, "content"),
     ({"role": None, "content": "hi"}, "role"),
 ])
 def test_malformed_messages_are_refused_and_nothing_is_added(bad, complaint):
@@ -200,6 +257,36 @@ def test_export_and_import_round_trip(export, load):
     assert len(restored.full_context) == 9 and len(restored.context_window) == 4
     assert restored.memo == {"previous_turns": 5, "note": "older turns were summarized by the app"}
     assert (restored.max_length, restored.auto_resize) == (120, False)
+
+
+@pytest.mark.parametrize("export, load", [("to_json", "load_json"), ("to_yaml", "load_yaml")])
+def test_loading_into_a_window_replaces_its_state_and_keeps_its_handlers(export, load):
+    saved = getattr(make_window(), export)()
+    window = ContextWindow(max_length=500)
+    window.register_analysis_handler(lambda *args: "keep_one")
+    window.register_resize_handler("keep_one", lambda full, ctx, memo, settings: (None, ctx[-1:], None))
+    window.add_chat_history(chat(2))
+    assert getattr(window, load)(saved) is window
+    assert window.to_dict() == make_window().to_dict()
+    assert window.resize() == "keep_one"  # registered handlers are code: loading leaves them
+    assert len(window.context_window) == 1
+
+
+def test_a_failed_load_into_a_window_leaves_it_as_it_was():
+    window = make_window()
+    before = window.to_dict()
+    with pytest.raises(ValueError, match="context_window"):
+        window.load_json('{"full_context": []}')
+    assert window.to_dict() == before
+
+
+@pytest.mark.parametrize("text", ["a\x85b", "\u2028 line \u2029 separators", "nel at the end\x85", "\x85"])
+def test_yaml_keeps_the_line_breaks_it_would_fold(text):
+    window = ContextWindow()
+    window.add_chat_history({"role": "user", "content": text})
+    window.memo = {text: [text]}
+    restored = ContextWindow.load_yaml(window.to_yaml())
+    assert restored.to_dict() == window.to_dict()
 
 
 def test_json_export_is_readable_json():
