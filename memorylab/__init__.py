@@ -4,12 +4,20 @@ The engine is importable without Streamlit or litellm; those load only where the
 """
 from .admin import MemoryAdmin, register_agent, status_tools
 from .chat import ChatRunner
-from .compaction import CompactionPlan, build_summary_prompt, create_compact_function, plan_compaction
+from .compaction import (
+    CompactionContext,
+    CompactionPlan,
+    build_summary_prompt,
+    create_compact_function,
+    plan_compaction,
+)
 from .context import (FileProvider, SkillDirectoryProvider, SqliteSearchProvider, StaticProvider, Tool,
                       render_system_prompt)
 from .errors import (
     BlockBudgetError,
     ConflictError,
+    DamagedRowError,
+    DamagedRowWarning,
     ImportFormatError,
     InvalidInputError,
     InvalidMessageError,
@@ -43,11 +51,12 @@ __all__ = [
     "register_agent", "status_tools",
     "ChatRunner", "DEFAULT_LOCAL_MODEL", "ModelError", "complete", "complete_text", "count_tokens", "make_summarizer",
     "usable_models", "usage_and_cost",
-    "CompactionPlan", "ContextWindow", "build_summary_prompt", "create_compact_function", "enforce_row_size_limit",
-    "plan_compaction", "truncate_older_messages",
+    "CompactionContext", "CompactionPlan", "ContextWindow", "build_summary_prompt", "create_compact_function",
+    "enforce_row_size_limit", "plan_compaction", "truncate_older_messages",
     "BlockBudgetError", "FileProvider", "ReadOnlyBlockError", "SkillDirectoryProvider", "SqliteSearchProvider",
     "StaticProvider", "Tool", "render_system_prompt",
-    "ConflictError", "ImportFormatError", "InvalidInputError", "InvalidMessageError", "MemoryLabError",
+    "ConflictError", "DamagedRowError", "DamagedRowWarning", "ImportFormatError", "InvalidInputError",
+    "InvalidMessageError", "MemoryLabError",
     "NotFoundError", "Session", "Store", "StoreBusyError", "apply_overlays", "estimate_message_tokens",
     "estimate_string_tokens", "export_session", "from_openai", "import_session", "load_samples",
     "message_text", "normalize_message", "parse_export", "read_export", "to_openai", "write_export",

@@ -9,8 +9,8 @@ import re
 
 from .context import Tool
 from .errors import AmbiguousAgentError, InvalidInputError, NotFoundError
-from .manager import Memory, missing_memory
-from .messages import check_identifier, normalize_message, to_utc_iso, utc_now_iso
+from .manager import Memory, incoming_message, missing_memory
+from .messages import check_identifier, utc_now_iso
 from .session import Session
 
 MAX_NAME_LENGTH = 100
@@ -39,15 +39,6 @@ def register_agent(store, agent_id, *, tenant_id="default", name=None, slug=None
         )
     return store.register_agent(tenant_id, agent_id, created_at=utc_now_iso(), name=name,
                                 name_key=name.casefold() if name else None, slug=slug)
-
-
-def _admin_message(message):
-    """A message as ``append_message`` takes it, where ``timestamp`` may stand for ``created_at``."""
-    if isinstance(message, dict) and "timestamp" in message:
-        timestamp = message["timestamp"]
-        message = {name: value for name, value in message.items() if name != "timestamp"}
-        message["created_at"] = to_utc_iso(timestamp)
-    return normalize_message(message)
 
 
 class MemoryAdmin:
@@ -107,17 +98,17 @@ class MemoryAdmin:
         memory = self._memory(agent, check_identifier(key, "memory key"))
         if not isinstance(messages, (list, tuple)):
             raise InvalidInputError(f"messages must be a list of message dicts, got {type(messages).__name__}")
-        checked = [_admin_message(message) for message in messages]
+        checked = [incoming_message(message) for message in messages]
         with self.store.transaction():
-            session = Session.create(self.store, key, tenant_id=self.tenant_id, agent_id=memory.agent_id)
+            session = Session.create(self.store, memory.memory_key, tenant_id=self.tenant_id, agent_id=memory.agent_id)
             session.clear_messages()
             return [session.append_message(message) for message in checked]
 
     def append(self, agent, key, message):
         """Add one message (e.g. a system note for the agent) to an existing memory."""
         memory = self._existing(agent, key)
-        session = Session.open(self.store, key, tenant_id=self.tenant_id, agent_id=memory.agent_id)
-        return session.append_message(_admin_message(message))
+        session = Session.open(self.store, memory.memory_key, tenant_id=self.tenant_id, agent_id=memory.agent_id)
+        return session.append_message(incoming_message(message))
 
     def clear(self, agent, key):
         """Forget the memory; returns how many messages it held."""

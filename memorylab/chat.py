@@ -11,7 +11,7 @@ import json
 import time
 import uuid
 
-from .errors import InvalidInputError, NotFoundError
+from .errors import DamagedRowError, InvalidInputError, NotFoundError
 from .llm import DEFAULT_LOCAL_MODEL, ModelError, check_request, complete, redact_secrets, usage_and_cost
 from .longterm import render_memory_block
 from .messages import message_text, to_openai, utc_now_iso
@@ -119,8 +119,13 @@ class ChatRunner:
         return {"model": self.model, **request, "memories": memories}
 
     def _recall(self, leaf_id):
-        leaf = self.session.get_message(leaf_id) if leaf_id else self.session.get_latest_leaf()
-        if self.long_term is None or leaf is None or leaf["role"] != "user":
+        if self.long_term is None:
+            return []
+        try:
+            leaf = self.session.get_message(leaf_id) if leaf_id else self.session.get_latest_leaf()
+        except DamagedRowError:  # no text to recall for; reading the history reports the row
+            return []
+        if leaf is None or leaf["role"] != "user":
             return []
         try:
             found = self.long_term.prepare_request(self.session.session_id, message_text(leaf))

@@ -77,6 +77,14 @@ def _orphans(store):
                       "history of their branch starts there): " + _message_examples(rows))
 
 
+def _unreadable(store):
+    rows = store.unreadable_messages()
+    if rows:
+        yield ERROR, (f"{_plural(len(rows), 'message')} cannot be read (reads leave them out; restore them from "
+                      "a backup or an export, or delete them): "
+                      + _examples(rows, lambda r: f"{r['problem']} in {_session(r)}"))
+
+
 def _cycles(store):
     rows = store.messages_off_every_root()
     if rows:
@@ -116,6 +124,7 @@ CHECKS = (
     ("integrity", "the engine's own integrity check (SQLite: pages, indexes, constraints)", _integrity),
     ("full-text", "every search index matches the rows it indexes", _full_text),
     ("orphans", "every row belongs to a session, every parent exists", _orphans),
+    ("readable", "every message's stored parts and metadata read back", _unreadable),
     ("cycles", "every message is reached from a root", _cycles),
     ("overlays", "every overlay's ends exist on one path", _overlays),
     ("latest leaf", "each session appends under its newest message", _latest_leaves),

@@ -57,6 +57,25 @@ and fold in what is new.
 """
 
 
+class CompactionContext(list):
+    """What one request on a branch would hold: the overlaid history (the list itself), the frozen
+    system prompt and the context blocks it was rendered from.
+
+    Every ``token_counter`` is called with one of these and answers the size of everything it holds;
+    the compaction planner asks about one message at a time, in a context with no system prompt.
+    Being the history list, it works wherever a plain history does.
+    """
+
+    def __init__(self, history=(), *, system_prompt="", blocks=(), leaf_id=None, token_counter=None):
+        super().__init__(history)
+        self.system_prompt = system_prompt
+        self.blocks = list(blocks)
+        self.leaf_id = leaf_id
+        self.token_counter = token_counter
+        """The counter the session was told to use (``compact_after``); the compaction planner
+        uses it for its boundaries when it has none of its own."""
+
+
 @dataclass(frozen=True)
 class CompactionPlan:
     """One compaction decision: head and tail kept as they are, the middle replaced by a summary.
@@ -107,7 +126,8 @@ def plan_compaction(messages, *, protect_head=3, tail_token_budget=20000, min_ta
     """The compaction that would run on ``messages`` (an overlaid history), or None if there is
     nothing to summarize: the middle holds no original message.
 
-    ``token_counter(list_of_messages) -> int`` replaces the stored per-message ``tokens``.
+    ``token_counter(context) -> int`` replaces the stored per-message ``tokens``; it is asked about
+    one message at a time, as a ``CompactionContext`` holding just that message.
     """
     require_non_negative_ints(
         protect_head=protect_head, tail_token_budget=tail_token_budget, min_tail_messages=min_tail_messages
@@ -143,7 +163,7 @@ def plan_compaction(messages, *, protect_head=3, tail_token_budget=20000, min_ta
 
 def _message_tokens(messages, token_counter):
     if token_counter is not None:
-        return [token_counter([message]) for message in messages]
+        return [token_counter(CompactionContext([message])) for message in messages]
     return [
         message["tokens"] if isinstance(message.get("tokens"), int) else estimate_message_tokens([message])
         for message in messages
@@ -258,6 +278,9 @@ def create_compact_function(summarize, *, protect_head=3, tail_token_budget=2000
                             token_counter=None, prompt_template=None):
     """``compact(messages) -> {"summary", "from_id", "to_id", "plan"} | None`` for ``Session.on_compaction``.
 
+    Without a ``token_counter`` of its own, it uses the one a ``CompactionContext`` carries (the
+    session's ``compact_after(..., token_counter=...)``), so the threshold and the boundaries agree.
+
     It runs ``plan_compaction`` with these settings and sends ``plan.prompt`` to ``summarize``; None when
     there is nothing to compact or the model answered with nothing. Errors from ``summarize``
     propagate, so the session can hand them to its error handler.
@@ -275,7 +298,8 @@ def create_compact_function(summarize, *, protect_head=3, tail_token_budget=2000
     check_summary_template(prompt_template)
 
     def compact(messages):
-        plan = plan_compaction(messages, **settings)
+        counter = settings["token_counter"] or getattr(messages, "token_counter", None)
+        plan = plan_compaction(messages, **{**settings, "token_counter": counter})
         if plan is None:
             return None
         summary = summarize(plan.prompt)

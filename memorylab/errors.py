@@ -43,3 +43,12 @@ class AmbiguousAgentError(InvalidInputError):
 
 class StoreBusyError(MemoryLabError):
     """The database file stayed locked by another writer for longer than the store's timeout."""
+
+
+class DamagedRowError(MemoryLabError):
+    """A stored row cannot be read: its JSON is unreadable or of the wrong kind. ``memorylab check``
+    lists every such row; reads that return many rows skip it with a ``DamagedRowWarning``."""
+
+
+class DamagedRowWarning(UserWarning):
+    """A read skipped a stored row it could not read; the rest of the answer is complete."""

@@ -5,9 +5,11 @@ The identity lives in a ``contextvars.ContextVar``, not a module global: each th
 asyncio task sees the identity it set, so a loop or a server handling many users at once never
 writes one user's messages under another's key. The memory key is ``"<type>:<value>"``
 (``"phone:+5511999999999"``); a bare value's type is detected, and values are normalized so the
-same person always gets the same key.
+same person always gets the same key, whether it comes from ``identify`` or is written out
+(``normalize_memory_key``).
 """
 import re
+import unicodedata
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -75,10 +77,21 @@ def detect_type(value):
     return "phone"
 
 
+def _visible_text(value, what):
+    """``value`` in NFC without surrounding spaces; InvalidInputError for invisible formatting
+    characters (U+202E and the like), with which two keys that read alike would be two memories."""
+    value = unicodedata.normalize("NFC", check_identifier(value, what).strip())
+    hidden = sorted({f"U+{ord(c):04X}" for c in value if unicodedata.category(c) == "Cf"})
+    if hidden:
+        raise InvalidInputError(
+            f"{what} {value!r} contains invisible formatting characters ({', '.join(hidden)}); write it without them"
+        )
+    return value
+
+
 def make_identity(value, type=None):
     """The normalized Identity for ``value``, its type detected unless ``type`` is given."""
-    check_identifier(value, "identity value")
-    value = value.strip()
+    value = _visible_text(value, "identity value")
     if type is None:
         type = detect_type(value)
     elif not isinstance(type, str) or not _TYPE.fullmatch(type):
@@ -107,6 +120,22 @@ def identify(value=None, *, type=None):
 def current_identity():
     """The identity bound by the innermost ``identify`` block around this code, or None."""
     return _current.get()
+
+
+def normalize_memory_key(key):
+    """The canonical form of an explicit memory key: ``" phone:+55 (11) 99999-9999"`` and
+    ``identify("+5511999999999")`` name one memory. A ``"<type>:<value>"`` key is normalized as
+    ``identify(type=..., value=...)`` does; any other key, or one whose value is not of its type
+    (``"phone:123"``, which memories written before normalization may use), only loses its
+    surrounding spaces."""
+    key = _visible_text(key, "memory key")
+    kind, value = parse_memory_key(key)
+    if kind is None:
+        return key
+    try:
+        return make_identity(value, kind).key
+    except InvalidInputError:
+        return key
 
 
 def parse_memory_key(key):

@@ -20,7 +20,7 @@ import warnings
 
 from .compaction import MIN_TARGET_SUMMARY_TOKENS, build_summary_prompt, check_summary_template, render_transcript
 from .errors import InvalidInputError, MemoryLabError, NotFoundError, NothingToSummarizeError
-from .identity import current_identity, parse_memory_key
+from .identity import current_identity, normalize_memory_key, parse_memory_key
 from .messages import (check_identifier, check_page, message_text, normalize_message, to_openai, to_utc_iso,
                        utc_now_iso)
 from .overlays import apply_overlays, is_summary_message
@@ -66,10 +66,20 @@ def select_context(history, *, max_turns=None, max_tokens=None):
     return summary + [message for turn in turns for message in turn]
 
 
-def missing_memory(agent_id, key):
+def missing_memory(agent_id, key, advice=""):
     """The error for a memory that is not there. Its text depends only on what the caller asked for,
     so a key that exists in another tenant reads exactly like one that never existed."""
-    return NotFoundError(f"agent {agent_id!r} has no memory {key!r}")
+    return NotFoundError(f"agent {agent_id!r} has no memory {key!r}{advice}")
+
+
+def incoming_message(message):
+    """A caller's message dict (OpenAI chat or stored shape) as the store takes it; ``timestamp``
+    (datetime or ISO string, local time without an offset) may stand for ``created_at``."""
+    if isinstance(message, dict) and "timestamp" in message:
+        timestamp = message["timestamp"]
+        message = {name: value for name, value in message.items() if name != "timestamp"}
+        message["created_at"] = to_utc_iso(timestamp)
+    return normalize_message(message)
 
 
 def check_status(status):
@@ -119,7 +129,7 @@ class Memory:
         self.store = store
         self.agent_id = check_identifier(agent_id, "agent id")
         self.tenant_id = check_identifier(tenant_id, "tenant id")
-        self.memory_key = None if memory_key is None else check_identifier(memory_key, "memory key")
+        self.memory_key = None if memory_key is None else normalize_memory_key(memory_key)
         self.max_turns = None if max_turns is None else _check_positive(max_turns, "max_turns")
         self.max_tokens = None if max_tokens is None else _check_positive(max_tokens, "max_tokens")
         self.summarize_after = None if summarize_after is None else _check_positive(summarize_after, "summarize_after")
@@ -140,7 +150,7 @@ class Memory:
     def resolve_key(self, key=None):
         """The memory key a call works on: ``key``, else ``memory_key``, else the ``identify`` context."""
         if key is not None:
-            return check_identifier(key, "memory key")
+            return normalize_memory_key(key)
         if self.memory_key is not None:
             return self.memory_key
         identity = current_identity()
@@ -158,10 +168,10 @@ class Memory:
         except NotFoundError:
             return None
 
-    def _required(self, key):
+    def _required(self, key, advice=""):
         session = self._existing(key)
         if session is None:
-            raise missing_memory(self.agent_id, self.resolve_key(key))
+            raise missing_memory(self.agent_id, self.resolve_key(key), advice)
         return session
 
     def _created(self, key):
@@ -175,16 +185,29 @@ class Memory:
 
     # -- writing --------------------------------------------------------------------------------
 
-    def append(self, role, content, *, timestamp=None, metadata=None, key=None):
-        """Store one message and return it; ``timestamp`` (datetime or ISO string) is when it was said.
+    def append(self, message, content=None, *, timestamp=None, metadata=None, key=None):
+        """Store one message and return it: ``append({"role": "user", "content": "Hi", "timestamp": now})``
+        as the document writes it (any OpenAI chat dict, tool calls and results included), or
+        ``append("user", "Hi", timestamp=now)``. ``timestamp`` (datetime or ISO string; local time when
+        it has no UTC offset) is when it was said.
 
         With ``summarize_after`` a summary may be made right after; a failing summarizer is recorded
         in the memory's metadata and warned about, and never fails the append.
         """
-        message = {"role": role, "content": content, "metadata": metadata or {}}
-        if timestamp is not None:
-            message["created_at"] = to_utc_iso(timestamp)
-        message = normalize_message(message)
+        if isinstance(message, dict):
+            if any(value is not None for value in (content, timestamp, metadata)):
+                raise InvalidInputError(
+                    "pass either a message dict or role and content, not both: the dict holds its own "
+                    "content, timestamp and metadata"
+                )
+        elif content is None:
+            raise InvalidInputError(f"no content for the {message!r} message: pass append(role, content), "
+                                    "or the whole message as one dict")
+        else:
+            message = {"role": message, "content": content, "metadata": metadata or {}}
+            if timestamp is not None:
+                message["timestamp"] = timestamp
+        message = incoming_message(message)
         session = self._created(key)
         stored = session.append_message(message)
         if self.summarize_after is not None:
@@ -192,9 +215,13 @@ class Memory:
         return stored
 
     def set_status(self, status, key=None):
-        """Mark the memory (``"qualified"``, ``"closed"``...); None or ``"in_progress"`` clears the mark."""
+        """Mark the memory (``"qualified"``, ``"closed"``...); None or ``"in_progress"`` clears the mark.
+
+        NotFoundError for a memory with no messages: a status marks a conversation, and an empty one
+        would show in ``list`` with nobody having spoken."""
         status = check_status(status)
-        self.store.set_session_status(self._created(key).pk, status, utc_now_iso())
+        session = self._required(key, ": append a message first")
+        self.store.set_session_status(session.pk, status, utc_now_iso())
         return status
 
     def clear(self, key=None):
@@ -271,7 +298,8 @@ class Memory:
 
         ``last_interaction_before``: the newest message is older than this. ``status``: only memories
         with this status (``"in_progress"`` for unmarked ones). ``date_from``: ``date_field``
-        (``"updated_at"`` or ``"created_at"``) at or after this. Dates are datetimes or ISO strings.
+        (``"updated_at"`` or ``"created_at"``) at or after this. Dates are datetimes or ISO strings,
+        local time when they have no UTC offset.
         """
         check_page(limit, offset, MAX_LIST_LIMIT)
         if date_field not in DATE_FIELDS:

@@ -27,8 +27,9 @@ def utc_now_iso():
 def to_utc_iso(moment, what="timestamp"):
     """A datetime or ISO-8601 string in the store's form (UTC, milliseconds, ``Z``).
 
-    A value without a UTC offset is taken as UTC, as SQLite's date functions read it. One form
-    everywhere keeps stored timestamps comparable as text.
+    A value without a UTC offset is local time, as ``datetime.now()`` gives it: read as UTC, a
+    message written "now" would land hours away. One form everywhere keeps stored timestamps
+    comparable as text.
     """
     if isinstance(moment, str):
         try:
@@ -37,9 +38,11 @@ def to_utc_iso(moment, what="timestamp"):
             raise InvalidInputError(f"{what} {moment!r} is not an ISO-8601 timestamp") from None
     if not isinstance(moment, datetime):
         raise InvalidInputError(f"{what} must be a datetime or an ISO-8601 string, got {moment!r}")
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    try:
+        moment = moment.astimezone(timezone.utc)
+    except (ValueError, OverflowError):
+        raise InvalidInputError(f"{what} {moment!r} is too near the year 1 or 9999 to convert to UTC") from None
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def is_tool_part(part):
@@ -175,6 +178,11 @@ def from_openai(message):
     parts = []
     content = message.get("content")
     if role == "tool":
+        if message.get("tool_call_id") is None:
+            raise InvalidMessageError(
+                "a tool message answers one tool call: pass it as a dict with the call's id, "
+                '{"role": "tool", "tool_call_id": "<id of the assistant\'s tool call>", "content": "<result>"}'
+            )
         name = message.get("name") or ""
         parts.append({
             "type": f"tool-{name}" if name else "dynamic-tool",

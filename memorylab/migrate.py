@@ -17,7 +17,7 @@ from pathlib import Path
 from .errors import ConflictError, InvalidInputError, MemoryLabError, NotFoundError
 from .io import export_session
 from .session import Session
-from .store import Store, is_postgres_url
+from .store import ALL_TENANTS, Store, is_postgres_url
 from .store.bulk import TABLES, table_columns
 
 BATCH = 1000
@@ -224,7 +224,9 @@ def _verify(source, target, totals, digests, probe, progress):
 
     if probe:
         session_pk, message_id, word = probe
-        hits = target.search(word, session_pk=session_pk, limit=max(1, target.message_count(session_pk)))
+        # The probe's session key picks one session of whichever tenant holds it.
+        hits = target.search(word, tenant_id=ALL_TENANTS, session_pk=session_pk,
+                             limit=max(1, target.message_count(session_pk)))
         if message_id not in {hit["id"] for hit in hits}:
             mismatches.append(f"searching the target for {word!r} does not find message {message_id!r}")
 

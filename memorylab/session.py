@@ -9,6 +9,7 @@ import math
 import uuid
 import warnings
 
+from .compaction import CompactionContext
 from .context import ContextBlocks, build_tools
 from .context.blocks import StoredPromptProvider
 from .errors import InvalidInputError, InvalidMessageError, NotFoundError
@@ -32,6 +33,12 @@ def _finite_count(value):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return 0
     return value
+
+
+def _context_tokens(context):
+    if context.token_counter is not None:
+        return _finite_count(context.token_counter(context))
+    return sum(message["tokens"] for message in context) + estimate_string_tokens(context.system_prompt)
 
 
 class Session:
@@ -280,8 +287,12 @@ class Session:
 
     def get_latest_leaf(self):
         """The newest message without children, or None for an empty session."""
-        leaf_id = self.store.latest_leaf_id(self.pk)
+        leaf_id = self.get_latest_leaf_id()
         return self.get_message(leaf_id) if leaf_id is not None else None
+
+    def get_latest_leaf_id(self):
+        """The id of ``get_latest_leaf()``, read without loading the message (where appends go)."""
+        return self.store.latest_leaf_id(self.pk)
 
     def get_child_counts(self):
         """{message id: children} for every message with children (one query, for tables and trees)."""
@@ -329,7 +340,7 @@ class Session:
 
     def search(self, query, limit=20):
         """Full-text search over this session's text parts, best match first; never raises on syntax."""
-        return self.store.search(query, limit=limit, session_pk=self.pk)
+        return self.store.search(query, tenant_id=self.tenant_id, limit=limit, session_pk=self.pk)
 
     # -- overlays ----------------------------------------------------------------------------
 
@@ -347,11 +358,20 @@ class Session:
 
     # -- compaction ----------------------------------------------------------------------------
 
+    def compaction_context(self, leaf_id=None, *, token_counter=None):
+        """The ``CompactionContext`` of the branch ending at ``leaf_id`` (default: the latest leaf):
+        what a request would send, as token counters and compact functions receive it."""
+        leaf_id = leaf_id or self.store.latest_leaf_id(self.pk)
+        return CompactionContext(
+            self.get_history(leaf_id) if leaf_id else [], system_prompt=self.context.current_prompt(),
+            blocks=self.get_context_blocks(), leaf_id=leaf_id,
+            token_counter=token_counter or self._compact_token_counter,
+        )
+
     def estimate_context_tokens(self, leaf_id=None, *, token_counter=None):
-        """What a request would hold: the overlaid history plus the system prompt, in estimated tokens."""
-        history = self.get_history(leaf_id)
-        history_tokens = _finite_count(token_counter(history)) if token_counter else sum(m["tokens"] for m in history)
-        return history_tokens + estimate_string_tokens(self.context.current_prompt())
+        """What a request would hold, in tokens: ``token_counter(context)`` when one is given (here or
+        to ``compact_after``), else the stored estimates of the overlaid history plus the system prompt."""
+        return _context_tokens(self.compaction_context(leaf_id, token_counter=token_counter))
 
     def compact(self, leaf_id=None):
         """Run the registered compaction on the branch ending at ``leaf_id`` (default: latest leaf).
@@ -365,14 +385,19 @@ class Session:
         leaf_id = leaf_id or self.store.latest_leaf_id(self.pk)
         if leaf_id is None or self.get_message(leaf_id) is None:
             raise NotFoundError(f"no message {leaf_id!r} to compact up to")
-        result = self._compact_function(self.get_history(leaf_id))
+        return self._compact(self.compaction_context(leaf_id))
+
+    def _compact(self, context):
+        """Hand ``context`` to the compact function and store the overlay it asks for."""
+        result = self._compact_function(context)
         if not result or not (result.get("summary") or "").strip():
             self._record_compaction_status("nothing_to_compact", "the compaction function returned no summary")
             return None
         metadata = {key: result[key] for key in ("tokens_before", "tokens_after") if key in result}
         if "plan" in result:
             metadata.update(tokens_before=result["plan"].tokens_before, tokens_after=result["plan"].tokens_after)
-        return self._write_overlay(result["summary"], result.get("from_id"), result.get("to_id"), leaf_id, metadata)
+        return self._write_overlay(result["summary"], result.get("from_id"), result.get("to_id"), context.leaf_id,
+                                   metadata)
 
     def accept_compaction(self, plan, summary, leaf_id=None, *, metadata=None):
         """Store a reviewed summary for a ``plan_compaction`` result (the lab's accept button)."""
@@ -399,7 +424,8 @@ class Session:
 
     def _maybe_auto_compact(self, leaf_id):
         try:
-            estimate = self.estimate_context_tokens(leaf_id, token_counter=self._compact_token_counter)
+            context = self.compaction_context(leaf_id)
+            estimate = _context_tokens(context)
             if estimate <= self._compact_threshold:
                 return
             if self._auto_compact_skip_below is not None and estimate < self._auto_compact_skip_below:
@@ -409,7 +435,7 @@ class Session:
                     f"context is {estimate} tokens, over the compact_after threshold of "
                     f"{self._compact_threshold}, but no compaction function is registered"
                 )
-            if self.compact(leaf_id) is None:
+            if self._compact(context) is None:
                 self._auto_compact_skip_below = int(estimate * (1 + AUTO_COMPACT_RETRY_GROWTH))
                 warnings.warn(
                     f"session {self.session_id!r}: context is {estimate} tokens, over the threshold of "

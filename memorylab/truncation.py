@@ -15,6 +15,7 @@ ROW_SIZE_LIMIT_BYTES = 1_800_000
 ROW_PREVIEW_CHARS = 2000
 # A list item cut to fewer characters than this says nothing useful; it is counted as omitted instead.
 MIN_ITEM_PREVIEW_CHARS = 20
+MIN_OBJECT_ENTRY_CHARS = len('"":0,')
 # The quotes and the comma around the "... [N more items]" string inside a cut list.
 LIST_MARKER_OVERHEAD = len('"",')
 
@@ -236,11 +237,26 @@ def _shrink_order(parts):
 
 
 def _output_preview(output):
+    """A small stand-in for an output too large to store, of the output's own type.
+
+    A string becomes its head with a note to re-run the tool. An object or a list keeps its shape
+    (small fields whole, long values cut with the truncation marker); one whose keys alone are too
+    many becomes a marker object holding a preview of its JSON.
+    """
+    if isinstance(output, str):
+        return (
+            f"{output[:ROW_PREVIEW_CHARS]}\n... [output too large to store: {len(output)} characters, only "
+            f"the first {ROW_PREVIEW_CHARS} kept. Re-run the tool to see the whole result]"
+        )
+    room = 2 * ROW_PREVIEW_CHARS  # the cut markers are not counted in shorten_json's budget
+    # Each key of an object takes at least five characters ("":0,), so a wide one cannot keep its shape.
+    if not (isinstance(output, dict) and len(output) * MIN_OBJECT_ENTRY_CHARS > room):
+        shaped = shorten_json(output, ROW_PREVIEW_CHARS)
+        if json_size(shaped) <= room:
+            return shaped
     text = compact_json(output)
-    return (
-        f"{text[:ROW_PREVIEW_CHARS]}\n... [output too large to store: {len(text)} characters, only the "
-        f"first {ROW_PREVIEW_CHARS} kept. Re-run the tool to see the whole result]"
-    )
+    marker = {"__truncated": True, "__truncatedChars": len(text), "preview": text[:ROW_PREVIEW_CHARS]}
+    return [marker] if isinstance(output, list) else marker
 
 
 def _cut_text_by_bytes(text, excess):

@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import streamlit as st
 
-from memorylab import MemoryLabError, Session, Store, load_samples
+from memorylab import DamagedRowError, MemoryLabError, Session, Store, load_samples
 from memorylab.samples import with_sample_context
 from memorylab.store import is_postgres_url
 
@@ -210,11 +210,16 @@ def offer_samples(store):
 
 
 def active_leaf(session):
-    """The selected leaf when it belongs to ``session``, else the newest leaf."""
+    """The selected leaf when it belongs to ``session``, else the newest leaf. A leaf whose row is
+    damaged is still a leaf: its history reads without it, and the page says so."""
     leaf_id = st.session_state.get("leaf_id")
-    if leaf_id and session.get_message(leaf_id) is not None:
-        return leaf_id
-    latest = session.get_latest_leaf()
+    try:
+        if leaf_id and session.get_message(leaf_id) is not None:
+            return leaf_id
+        latest = session.get_latest_leaf()
+    except DamagedRowError as error:
+        st.warning(f"{error}. The history below leaves that message out.")
+        return leaf_id or session.get_latest_leaf_id()
     return latest["id"] if latest else None
 
 

@@ -1,7 +1,7 @@
 import streamlit as st
 
 from memorylab import Session
-from memorylab.store import SNIPPET_MARKS
+from memorylab.store import ALL_TENANTS, SNIPPET_MARKS
 from pages.common import escape_markdown, open_in_tree, setup_page
 
 store, session = setup_page("Search")
@@ -11,15 +11,19 @@ st.caption(f"Full-text search ({store.SEARCH_DESCRIPTION}) over every text part.
 
 query = st.text_input("Search", placeholder="e.g. refund card, \"wrong item\", A-4471", key="search_query")
 filters = st.columns([2, 2, 1])
-scope = filters[0].radio("Sessions", ["All sessions", "Selected session"], horizontal=True, key="search_scope")
+# One tenant unless every tenant is asked for: crossing tenants is an admin's deliberate choice.
+tenant = session.tenant_id if session else "default"
+scope = filters[0].radio("Search in", ["This tenant", "Selected session", "All tenants"], horizontal=True,
+                         key="search_scope", help=f"This tenant is `{tenant}`, the selected session's.")
 roles = filters[1].multiselect("Roles", ["user", "assistant", "system", "tool"], key="search_roles")
 limit = filters[2].number_input("Hits", min_value=1, max_value=200, value=20, key="search_limit")
 
 if not query.strip():
-    st.info("Type words to search all conversations.")
+    st.info("Type words to search the conversations.")
     st.stop()
 
-hits = store.search(query, limit=int(limit), roles=roles or None,
+hits = store.search(query, tenant_id=ALL_TENANTS if scope == "All tenants" else tenant,
+                    limit=int(limit), roles=roles or None,
                     session_pk=session.pk if scope == "Selected session" and session else None)
 st.write(f"**{len(hits)}** hit{'s' if len(hits) != 1 else ''}")
 titles = {(r["tenant_id"], r["agent_id"], r["session_id"]): r["metadata"].get("title") or r["session_id"]
@@ -28,7 +32,8 @@ for index, hit in enumerate(hits):
     ref = (hit["tenant_id"], hit["agent_id"], hit["session_id"])
     with st.container(border=True):
         head, action = st.columns([5, 1])
-        head.caption(f"{titles.get(ref, hit['session_id'])} · {hit['role']} · `{hit['id']}` · {hit['created_at']}")
+        head.caption(f"{titles.get(ref, hit['session_id'])} · tenant `{hit['tenant_id']}` · {hit['role']} · "
+                     f"`{hit['id']}` · {hit['created_at']}")
         highlighted = escape_markdown(hit["snippet"]).replace(SNIPPET_MARKS[0], "**").replace(SNIPPET_MARKS[1], "**")
         head.markdown(highlighted)
         if action.button("Open in tree", key=f"open_{index}"):

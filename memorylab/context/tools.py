@@ -3,6 +3,7 @@
 A tool exists only when some block needs it. ``execute`` never raises: every refusal comes back as
 text the model can read and act on.
 """
+import hashlib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -36,6 +37,11 @@ class Tool:
                 "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
 
 
+def content_key(content):
+    """A stable key for an entry written without one: the same content always gets the same key."""
+    return "entry-" + hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
 def _usage(block):
     if block["max_tokens"]:
         return f"{block['tokens']}/{block['max_tokens']} tokens"
@@ -58,9 +64,7 @@ def _set_context_tool(context, targets):
         if not isinstance(content, str):
             return "Error: content must be a string"
         if context.config(label).kind in (SEARCHABLE, SKILL):
-            key = args.get("key")
-            if not key:
-                return f"Error: block {label!r} stores keyed entries: pass a key"
+            key = args.get("key") or content_key(content)
             block = context.set_entry(label, key, content)
             return f"Stored entry {key!r} in {label}. {block['content']}"
         action = args.get("action", "replace")
@@ -81,7 +85,9 @@ def _set_context_tool(context, targets):
                    "description": "For writable blocks: replace the content or append a line."},
     }
     if any(b["kind"] != WRITABLE for b in targets):
-        properties["key"] = {"type": "string", "description": "Entry key, for blocks that index entries."}
+        properties["key"] = {"type": "string", "description": (
+            "Entry key, for blocks that index entries. Without one the key is derived from the content, "
+            "so writing the same content twice stores one entry.")}
     return Tool("set_context", description, _schema(properties, ["label", "content"]), run)
 
 

@@ -8,21 +8,34 @@ and the few expressions that differ, as the small hooks at the top of the class.
 (``memorylab.session``) calls these narrow methods and never writes SQL itself.
 """
 import json
+import warnings
 
-from ..errors import ConflictError, InvalidInputError, InvalidMessageError, MemoryLabError, NotFoundError
-from ..messages import message_text, utc_now_iso
+from ..errors import (
+    ConflictError,
+    DamagedRowError,
+    DamagedRowWarning,
+    InvalidInputError,
+    InvalidMessageError,
+    MemoryLabError,
+    NotFoundError,
+)
+from ..messages import check_identifier, message_text, utc_now_iso
 from .bulk import BulkStorage
 from .context import ContextStorage
 from .integrity import IntegrityStorage
 from .longterm import LongTermStorage
 from .manager import ManagerStorage
+from .rows import MESSAGE_COLUMNS, message_from_row
 
 LATEST_LEAF = object()
 """Parent marker for "append under the newest leaf" (the default of ``append_message``)."""
 
+ALL_TENANTS = object()
+"""``tenant_id`` of a ``search`` over every tenant (the lab's admin view). Never a default: a search
+names its tenant, so no caller crosses tenants by leaving it out."""
+
 SNIPPET_MARKS = ("\u2983", "\u2984")
 """Brackets around matched words in search snippets (characters rare enough not to clash with text)."""
-_MESSAGE_COLUMNS = "id, parent_id, role, parts, created_at, metadata, tokens"
 _MAX_DEPTH = 10_000_000
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -34,30 +47,6 @@ def is_postgres_url(target):
 # One encoder for every write: json.dumps with options builds a new JSONEncoder on each call,
 # and an append encodes twice (parts and metadata).
 dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-
-# Stored JSON is always written compactly by dumps, so the decoder's outer layers (whitespace
-# handling) can be skipped; reading a 10k-message path spends most of its time here.
-_decode = json.JSONDecoder().raw_decode
-
-
-def _load_json(text):
-    return {} if text == "{}" else _decode(text)[0]
-
-
-def _message_from_row(row):
-    """A message dict from a row of ``_MESSAGE_COLUMNS`` (unpacked by position: a name lookup on
-    sqlite3.Row scans the column names, which made up a quarter of reading a 10k-message path)."""
-    message_id, parent_id, role, parts, created_at, metadata, tokens = row
-    return {
-        "id": message_id,
-        "role": role,
-        "parts": _load_json(parts),
-        "created_at": created_at,
-        "metadata": _load_json(metadata),
-        "parent_id": parent_id,
-        "tokens": tokens,
-    }
 
 
 def unstorable(error, engine):
@@ -111,8 +100,8 @@ class Store(ContextStorage, ManagerStorage, LongTermStorage, IntegrityStorage, B
     # -- what each backend provides ------------------------------------------------------------
     # transaction() / snapshot(): context managers yielding a connection with execute/executemany;
     # _one / _all: single reads; close(); path (safe to show); SEARCH_ENGINE and SEARCH_DESCRIPTION;
-    # _full_text(kind, query) for search; the expressions _instant, _json_values, _glob and
-    # _glob_pattern; NO_LIMIT. It may override _searchable, _insert_as_latest and FOR_UPDATE.
+    # _full_text(kind, query) for search; the expressions _instant, _json_values, _json_words,
+    # _glob and _glob_pattern; NO_LIMIT. It may override _searchable, _insert_as_latest and FOR_UPDATE.
 
     def _searchable(self, text):
         """The copy of a message's text that search indexes (a backend may have to adapt it)."""
@@ -231,7 +220,8 @@ class Store(ContextStorage, ManagerStorage, LongTermStorage, IntegrityStorage, B
                 return self.get_message(pk, message["id"])
             if parent is LATEST_LEAF:
                 parent = latest
-            elif parent is not None and self.get_message(pk, parent) is None:
+            elif parent is not None and conn.execute(
+                    "SELECT 1 FROM messages WHERE session_pk = ? AND id = ?", (pk, parent)).fetchone() is None:
                 raise NotFoundError(
                     f"parent {parent!r} is not a message of this session; append with parent_id=None "
                     "to start a new root"
@@ -258,10 +248,36 @@ class Store(ContextStorage, ManagerStorage, LongTermStorage, IntegrityStorage, B
         conn.execute(self._POINT_TO_LATEST, (utc_now_iso(), message["id"], pk))
 
     def get_message(self, pk, message_id):
+        """The stored message, None when there is none, DamagedRowError when its row is unreadable."""
         row = self._one(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? AND id = ?", (pk, message_id)
+            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? AND id = ?", (pk, message_id)
         )
-        return _message_from_row(row) if row else None
+        try:
+            return message_from_row(row) if row else None
+        except DamagedRowError as error:
+            raise DamagedRowError(f"{self._session_name(pk)}, {error}; `memorylab check` lists such rows") from None
+
+    def _messages(self, pk, rows):
+        """Messages of session ``pk`` from rows of ``MESSAGE_COLUMNS``. A damaged row is left out with
+        a DamagedRowWarning naming it, so one bad row does not hide the rest of the session."""
+        try:
+            return [message_from_row(row) for row in rows]
+        except DamagedRowError:
+            return self._readable_messages(pk, rows)
+
+    def _readable_messages(self, pk, rows):
+        messages = []
+        for row in rows:
+            try:
+                messages.append(message_from_row(row))
+            except DamagedRowError as error:
+                warnings.warn(f"{self._session_name(pk)}: skipped {error}; `memorylab check` lists such rows",
+                              DamagedRowWarning, stacklevel=5)
+        return messages
+
+    def _session_name(self, pk):
+        row = self._one("SELECT session_id FROM sessions WHERE pk = ?", (pk,))
+        return f"session {row['session_id']!r}" if row else f"session #{pk}"
 
     def latest_leaf_id(self, pk):
         row = self._one("SELECT latest_message_id FROM sessions WHERE pk = ?", (pk,))
@@ -288,11 +304,11 @@ class Store(ContextStorage, ManagerStorage, LongTermStorage, IntegrityStorage, B
         """Messages from the root down to ``leaf_id`` (a recursive walk up the parent links)."""
         rows = self._all(
             f"""{self._path_cte()}
-            SELECT {", ".join("m." + c for c in _MESSAGE_COLUMNS.split(", "))}
+            SELECT {", ".join("m." + c for c in MESSAGE_COLUMNS.split(", "))}
             FROM path JOIN messages m ON m.seq = path.seq ORDER BY path.depth DESC""",
             {"pk": pk, "leaf": leaf_id, "max_depth": _MAX_DEPTH},
         )
-        return [_message_from_row(r) for r in rows]
+        return self._messages(pk, rows)
 
     def path_stats(self, pk, leaf_id):
         """(length, stored token sum) of the path ending at ``leaf_id``, without loading messages."""
@@ -308,10 +324,10 @@ class Store(ContextStorage, ManagerStorage, LongTermStorage, IntegrityStorage, B
         # Two spellings rather than "IS ?": PostgreSQL's IS NOT DISTINCT FROM cannot use an index.
         parent = "parent_id IS NULL" if message_id is None else "parent_id = ?"
         rows = self._all(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? AND {parent} ORDER BY seq",
+            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? AND {parent} ORDER BY seq",
             (pk,) if message_id is None else (pk, message_id),
         )
-        return [_message_from_row(r) for r in rows]
+        return self._messages(pk, rows)
 
     def child_counts(self, pk):
         """{message id: number of children} for every message that has children."""
@@ -338,19 +354,19 @@ class Store(ContextStorage, ManagerStorage, LongTermStorage, IntegrityStorage, B
     def leaves(self, pk):
         """Every childless message, newest first."""
         rows = self._all(
-            f"""SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE session_pk = ? AND NOT EXISTS
+            f"""SELECT {MESSAGE_COLUMNS} FROM messages m WHERE session_pk = ? AND NOT EXISTS
                 (SELECT 1 FROM messages c WHERE c.session_pk = m.session_pk AND c.parent_id = m.id)
             ORDER BY seq DESC""",
             (pk,),
         )
-        return [_message_from_row(r) for r in rows]
+        return self._messages(pk, rows)
 
     def all_messages(self, pk):
         """Every message of the session in insertion order (parents before children)."""
         rows = self._all(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? ORDER BY seq", (pk,)
+            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? ORDER BY seq", (pk,)
         )
-        return [_message_from_row(r) for r in rows]
+        return self._messages(pk, rows)
 
     def message_count(self, pk):
         return self._one("SELECT COUNT(*) AS n FROM messages WHERE session_pk = ?", (pk,))["n"]
@@ -452,12 +468,20 @@ class Store(ContextStorage, ManagerStorage, LongTermStorage, IntegrityStorage, B
 
     # -- search ------------------------------------------------------------------------------
 
-    def search(self, query, *, limit=20, session_pk=None, tenant_id=None, agent_id=None, roles=None):
-        """Ranked full-text hits over text parts; any string is safe, an empty one finds nothing.
+    def search(self, query, *, tenant_id, limit=20, session_pk=None, agent_id=None, roles=None):
+        """Ranked full-text hits over text parts of ``tenant_id`` (or ``ALL_TENANTS``); any string is
+        safe, an empty one finds nothing.
 
         Each hit has a ``snippet``: the best-matching fragment with the matched words between
         ``SNIPPET_MARKS``, for highlighting.
         """
+        if tenant_id is ALL_TENANTS:
+            tenant_id = None
+        elif tenant_id is None:
+            raise InvalidInputError("tenant_id is None: name the tenant to search, or pass ALL_TENANTS to "
+                                    "search every tenant")
+        else:
+            check_identifier(tenant_id, "tenant id")
         found = self._full_text("messages", query)
         if found is None or limit <= 0:
             return []

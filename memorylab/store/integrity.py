@@ -10,6 +10,8 @@ repair is the user's.
 import re
 import sqlite3
 
+from .rows import MESSAGE_COLUMNS, unreadable_message
+
 _FTS_CONTENT = re.compile(r"\bcontent\s*=\s*'([^']*)'")
 _FTS_CONTENT_ROWID = re.compile(r"\bcontent_rowid\s*=\s*'([^']*)'")
 _SESSION = "s.tenant_id, s.agent_id, s.session_id"
@@ -74,6 +76,28 @@ class IntegrityStorage:
                 FROM compactions c JOIN sessions s ON s.pk = c.session_pk
             ) AS checked WHERE NOT (from_exists AND to_exists AND on_path) ORDER BY session_id, id"""
         )]
+
+    def unreadable_messages(self, batch=5000):
+        """Messages whose stored parts or metadata cannot be read back, each with its ``problem``.
+
+        Every row is decoded exactly as reads decode it (in batches, so a large file is not loaded
+        at once): what this finds is what reads skip.
+        """
+        found, after = [], -1
+        while True:
+            rows = self._all(
+                f"""SELECT m.seq, {_SESSION}, {", ".join("m." + c for c in MESSAGE_COLUMNS.split(", "))}
+                FROM messages m JOIN sessions s ON s.pk = m.session_pk WHERE m.seq > ? ORDER BY m.seq LIMIT ?""",
+                (after, batch),
+            )
+            for row in rows:
+                problem = unreadable_message(tuple(row)[4:])
+                if problem:
+                    found.append({**{key: row[key] for key in ("tenant_id", "agent_id", "session_id", "id",
+                                                               "parent_id")}, "problem": problem})
+            if len(rows) < batch:
+                return found
+            after = rows[-1]["seq"]
 
     def stale_latest_pointers(self):
         """Sessions whose ``latest_message_id`` (where appends go by default) is not their newest

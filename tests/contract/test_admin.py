@@ -230,6 +230,9 @@ def test_status_tool_errors_come_back_as_text(store):
     assert tools["close_conversation"].execute({"reason": "bored"}).startswith("Error: reason must be one of")
     assert tools["qualify_lead"].execute({"score": 8}).startswith("Error: no memory key")
     with identify("lead@example.com"):
+        assert tools["qualify_lead"].execute({"score": 8}) == (
+            "Error: agent 'sdr' has no memory 'email:lead@example.com': append a message first")
+        memory.append("user", "Tell me more.")
         assert "'nurturing'" in tools["qualify_lead"].execute({"score": 8})  # under the threshold of 9
     schema = tools["close_conversation"].openai_schema()
     assert schema["function"]["parameters"]["properties"]["reason"]["enum"] == [

@@ -58,7 +58,6 @@ def test_set_context_happy_paths_report_usage(full):
     ({"label": "soul", "content": "x"}, "readonly"),
     ({"label": "memory", "content": "word " * 40}, "allows 30 tokens"),
     ({"label": "memory", "content": "x", "action": "delete"}, "action must be"),
-    ({"label": "kb", "content": "x"}, "pass a key"),
     ({"label": "memory"}, "needs content"),
     ({"label": "memory", "content": 5}, "content must be a string"),
 ])
@@ -67,6 +66,19 @@ def test_set_context_errors_are_text_and_change_nothing(full, args, fragment):
     result = full.tools()["set_context"].execute(args)
     assert result.startswith("Error:") and fragment in result
     assert full.get_context_block("memory")["content"] == "kept"
+
+
+def test_an_entry_written_without_a_key_gets_one_derived_from_its_content(full):
+    tool = full.tools()["set_context"]
+    assert "key" not in tool.parameters["required"]
+    first = tool.execute({"label": "kb", "content": "FedEx pickups at 11am."})
+    key = first.split("'")[1]
+    assert first == f"Stored entry {key!r} in kb. 2 entries indexed."
+    assert key.startswith("entry-")
+    assert tool.execute({"label": "kb", "content": "FedEx pickups at 11am.", "key": ""}) == first
+    assert tool.execute({"label": "kb", "content": "GLS pickups at noon."}) != first
+    assert full.tools()["search_context"].execute({"label": "kb", "query": "fedex"}) == \
+        f"[{key}]\nFedEx pickups at 11am."
 
 
 def test_search_context_hits_misses_and_errors(full):

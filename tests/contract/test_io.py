@@ -5,6 +5,7 @@ import pytest
 from memorylab import (ConflictError, ImportFormatError, Session, Store, export_session, import_session,
                        parse_export, read_export, write_export)
 from memorylab.io import MAX_IMPORT_BYTES
+from memorylab.store import ALL_TENANTS
 
 from tests.helpers import text_message
 
@@ -106,7 +107,7 @@ def test_failure_midway_through_the_write_rolls_back(store, monkeypatch):
         import_session(store, data)
     monkeypatch.undo()
     assert store.find_session("default", "default", "atomic") is None
-    assert store.search("text") == []
+    assert store.search("text", tenant_id=ALL_TENANTS) == []
 
 
 def test_broken_json_and_oversized_files(tmp_path, monkeypatch):

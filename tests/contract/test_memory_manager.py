@@ -4,7 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memorylab import InvalidInputError, InvalidMessageError, MemoryLabError, NotFoundError, Session
+from memorylab import InvalidInputError, InvalidMessageError, MemoryAdmin, MemoryLabError, NotFoundError, Session
 from memorylab.errors import NothingToSummarizeError
 from memorylab.identity import identify
 from memorylab.manager import Memory, select_context, split_turns
@@ -50,13 +50,64 @@ def test_append_and_get_formatted(store):
         {"role": "user", "content": "Hello!"}, {"role": "assistant", "content": "Hi! How can I help you?"}]
 
 
+def test_append_takes_the_documents_message_object(store):
+    memory = Memory(store, memory_key="custom_key_123")
+    memory.append({"role": "user", "content": "Hello!", "timestamp": NOW})
+    stored = memory.append({"role": "assistant", "content": "Hi! How can I help you?",
+                            "timestamp": "2026-03-01T12:00:00+02:00", "metadata": {"channel": "whatsapp"}})
+    assert (stored["created_at"], stored["metadata"]) == ("2026-03-01T10:00:00.000Z", {"channel": "whatsapp"})
+    assert memory.get_formatted() == "user: Hello!\nassistant: Hi! How can I help you?"
+
+
+@pytest.mark.parametrize("extra", [{"content": "Hi"}, {"timestamp": NOW}, {"metadata": {"a": 1}}])
+def test_a_message_object_carries_everything_itself(store, extra):
+    memory = Memory(store, memory_key="k")
+    with pytest.raises(InvalidInputError, match="pass either a message dict or role and content"):
+        memory.append({"role": "user", "content": "Hello!"}, **extra)
+    assert not memory.exists()
+
+
 def test_timestamps_are_stored_in_utc(store):
     memory = Memory(store, memory_key="k")
     memory.append("user", "aware", timestamp=datetime(2026, 3, 1, 12, 0, tzinfo=timezone(timedelta(hours=-3))))
-    memory.append("user", "naive is utc", timestamp=datetime(2026, 3, 1, 12, 0))
     memory.append("user", "iso", timestamp="2026-03-01T12:00:00+02:00")
     assert [m["created_at"] for m in memory.get()["messages"]] == [
-        "2026-03-01T15:00:00.000Z", "2026-03-01T12:00:00.000Z", "2026-03-01T10:00:00.000Z"]
+        "2026-03-01T15:00:00.000Z", "2026-03-01T10:00:00.000Z"]
+
+
+@pytest.fixture
+def honolulu(monkeypatch):
+    """The process's local time zone is UTC-10 (Hawaii keeps no daylight saving time)."""
+    monkeypatch.setenv("TZ", "Pacific/Honolulu")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_naive_timestamps_are_local_time(store, honolulu):
+    memory = Memory(store, memory_key="k")
+    memory.append("user", "naive", timestamp=datetime(2026, 3, 1, 12, 0))
+    memory.append("user", "naive iso", timestamp="2026-03-01T12:00:00")
+    assert [m["created_at"] for m in memory.get()["messages"]] == ["2026-03-01T22:00:00.000Z"] * 2
+
+
+def test_a_customer_talking_now_in_local_time_is_not_inactive(store, honolulu):
+    memory = Memory(store, agent_id="sdr")
+    memory.append("user", "are you still there?", timestamp=datetime.now(), key="user:1")
+    assert memory.list(last_interaction_before=datetime.now(timezone.utc) - timedelta(hours=4)) == []
+    assert memory.list(last_interaction_before=datetime.now() - timedelta(hours=4)) == []
+    assert [r["id"] for r in memory.list(last_interaction_before=datetime.now() + timedelta(minutes=1))] == ["user:1"]
+
+
+def test_a_tool_message_without_its_call_id_says_what_to_pass(store):
+    memory = Memory(store, memory_key="k")
+    with pytest.raises(InvalidMessageError, match="tool_call_id"):
+        memory.append("tool", "result")
+    memory.append({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]})
+    memory.append({"role": "tool", "tool_call_id": "call_1", "name": "lookup", "content": "result"})
+    assert memory.messages_for_model()[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "result"}
 
 
 def test_a_refused_message_creates_no_memory(store):
@@ -178,6 +229,33 @@ def test_memories_of_agents_and_tenants_are_separate(store):
     assert texts(Memory(store, agent_id="support", tenant_id="globex").get("k")["messages"]) == ["globex"]
 
 
+def test_explicit_memory_keys_are_normalised_like_identities(store):
+    memory = Memory(store, agent_id="sdr")
+    memory.append("user", "one", key="user:1")
+    memory.append("user", "two", key="user:1 ")
+    memory.append("user", "three", key=" phone:+55 (11) 99999-9999")
+    memory.append("user", "four", key="email:Ana@Example.com")
+    with identify("+5511999999999"):
+        memory.append("user", "five")
+    Memory(store, agent_id="sdr", memory_key="email:ana@example.com ").append("user", "six")
+    memory.append("user", "seven", key="phone:123")  # not a phone number: kept as written, minus spaces
+    memory.append("user", "eight", key=" phone:123")
+    assert {r["id"]: r["message_count"] for r in memory.list()} == {
+        "user:1": 2, "phone:+5511999999999": 2, "email:ana@example.com": 2, "phone:123": 2}
+    assert texts(MemoryAdmin(store, tenant_id="default").get("sdr", "user:1 ")["messages"]) == ["one", "two"]
+
+
+@pytest.mark.parametrize("key", ["user:1\u202e", "user:\u202e1", "\u200buser:1", "phone:+55119999\u2066"])
+def test_memory_keys_with_invisible_characters_are_refused(store, key):
+    with pytest.raises(InvalidInputError, match="invisible formatting characters"):
+        Memory(store).append("user", "hi", key=key)
+    with pytest.raises(InvalidInputError, match="invisible formatting characters"):
+        Memory(store, memory_key=key)
+    with pytest.raises(InvalidInputError, match="invisible formatting characters"), identify(key):
+        pass
+    assert Memory(store).list() == []
+
+
 # -- status -------------------------------------------------------------------------------------
 
 def test_status_lifecycle(store):
@@ -193,6 +271,13 @@ def test_status_lifecycle(store):
     memory.set_status("nurturing")
     assert memory.set_status(None) is None
     assert memory.get()["metadata"]["status"] is None
+
+
+def test_set_status_needs_an_existing_memory(store):
+    memory = Memory(store, agent_id="sdr")
+    with pytest.raises(NotFoundError, match=re.escape("agent 'sdr' has no memory 'user:1': append a message first")):
+        memory.set_status("qualified", key="user:1")
+    assert memory.list() == [] and not memory.exists("user:1")
 
 
 @pytest.mark.parametrize("status", ["", " closed", "closed ", "x" * 65, 7, "a\nb"])

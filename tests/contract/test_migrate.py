@@ -156,12 +156,12 @@ def test_search_finds_the_copied_rows(lab, target):
     report = copy_store(lab, target)
     assert report.search_word and f"search finds {report.search_word!r}" in str(report)
     with Store(target) as store:
-        assert [hit["id"] for hit in store.search("quokkas")] == ["u3"]
-        assert [hit["id"] for hit in store.search("cafe naive")] == ["a1"]
+        assert [hit["id"] for hit in store.search("quokkas", tenant_id="acme")] == ["u3"]
+        assert [hit["id"] for hit in store.search("cafe naive", tenant_id="acme")] == ["a1"]
         assert [entry["key"] for entry in store.search_entries("acme", "faq", "DHL")] == ["shipping"]
         found = store.memory_candidates("edge", "SESSION_MEMORY", "edge-tree", query="Zanzibar")
         assert [record["summary"] for record in found] == ["Ana's flight to Zanzibar lands at noon"]
-        assert store.search("refund", limit=1), "the sample sessions are searchable too"
+        assert store.search("refund", tenant_id="default", limit=1), "the sample sessions are searchable too"
 
 
 def test_a_store_that_holds_rows_is_refused_with_nothing_written(lab, target):

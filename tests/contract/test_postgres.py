@@ -65,7 +65,7 @@ def test_stores_opened_side_by_side_migrate_once(postgres_url):
         thread.join()
     assert errors == [] and len(stores) == 4
     Session.create(stores[0], "s").append_message(text_message("m", "hello"))
-    assert [h["id"] for h in stores[3].search("hello")] == ["m"]
+    assert [h["id"] for h in stores[3].search("hello", tenant_id="default")] == ["m"]
     for store in stores:
         store.close()
 
@@ -157,7 +157,8 @@ def searchable(postgres_server):
                                     "x' | 'y", "\\'", "!!!", "& | !", "-", "'; DROP TABLE messages; --"]))
 def test_search_never_raises_on_any_text(searchable, query):
     store, session, entries, memory = searchable
-    for hits in (store.search(query), session.search(query), store.search_entries("default", "knowledge", query),
+    for hits in (store.search(query, tenant_id="default"), session.search(query),
+                 store.search_entries("default", "knowledge", query),
                  memory.store.memory_candidates(memory.workspace, "GLOBAL_MEMORY", None, query=query)):
         assert isinstance(hits, list)
 

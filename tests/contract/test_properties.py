@@ -170,7 +170,7 @@ any_text = st.text() | st.text(st.characters() | st.characters(min_codepoint=0xD
 @given(any_text)
 def test_search_never_raises_on_any_text(searchable, query):
     store, session, entries = searchable
-    for hits in (store.search(query), session.search(query),
+    for hits in (store.search(query, tenant_id="default"), session.search(query),
                  Memory(store, agent_id="sdr").search(query, key="email:a@b.co")):
         assert isinstance(hits, list)
         assert all(set(hit) >= {"id", "role", "content", "created_at", "session_id"} for hit in hits)

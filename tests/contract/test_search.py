@@ -1,6 +1,7 @@
 import pytest
 
 from memorylab import Session
+from memorylab.store import ALL_TENANTS
 
 from tests.helpers import ids, text_message
 
@@ -65,15 +66,18 @@ def test_operators_are_matched_as_words_not_syntax(session):
     assert ids(session.search("NOT")) == ["w"]
 
 
-def test_store_wide_search_reports_the_session(store):
+def test_store_search_covers_one_tenant_or_every_tenant_when_asked(store):
     a = Session.create(store, "alpha", agent_id="bot-a")
     b = Session.create(store, "beta", agent_id="bot-b", tenant_id="acme")
     a.append_message(text_message("a1", "invoice overdue"))
     b.append_message(text_message("b1", "invoice paid"))
-    hits = store.search("invoice")
-    assert {(h["session_id"], h["agent_id"]) for h in hits} == {("alpha", "bot-a"), ("beta", "bot-b")}
+    assert [(h["session_id"], h["agent_id"]) for h in store.search("invoice", tenant_id="default")] == [
+        ("alpha", "bot-a")]
     assert [h["session_id"] for h in store.search("invoice", tenant_id="acme")] == ["beta"]
+    hits = store.search("invoice", tenant_id=ALL_TENANTS)
+    assert {(h["tenant_id"], h["session_id"]) for h in hits} == {("default", "alpha"), ("acme", "beta")}
     assert [h["id"] for h in a.search("invoice")] == ["a1"]
+    assert [h["id"] for h in b.search("invoice")] == ["b1"]
 
 
 def test_html_in_messages_is_stored_and_returned_verbatim(session):
@@ -86,6 +90,6 @@ def test_store_search_filters_by_roles(store):
     s = Session.create(store, "roles")
     s.append_message(text_message("u", "shared word from the user"))
     s.append_message(text_message("a", "shared word from the assistant", "assistant"))
-    assert ids(store.search("shared", roles=["assistant"])) == ["a"]
-    assert set(ids(store.search("shared", roles=["user", "assistant"]))) == {"u", "a"}
-    assert store.search("shared", roles=["tool"]) == []
+    assert ids(store.search("shared", tenant_id="default", roles=["assistant"])) == ["a"]
+    assert set(ids(store.search("shared", tenant_id="default", roles=["user", "assistant"]))) == {"u", "a"}
+    assert store.search("shared", tenant_id="default", roles=["tool"]) == []

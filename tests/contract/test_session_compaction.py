@@ -157,6 +157,30 @@ def test_a_counter_without_a_finite_number_counts_zero_and_never_compacts(sessio
         session.estimate_context_tokens(token_counter=lambda history: 0)
 
 
+def test_the_counter_sees_the_system_prompt_and_blocks_and_reaches_the_boundaries(session, summarizer):
+    def counter(context):
+        seen.append(context)
+        return sum(100 for _ in context) + len(context.system_prompt) // 4
+
+    seen, compacted = [], []
+    plain = create_compact_function(summarizer, protect_head=1, tail_token_budget=250)
+    session.with_context("memory").replace_context_block("memory", "the customer is on the Pro plan " * 60)
+    session.on_compaction(lambda context: compacted.append(context) or plain(context))
+    session.compact_after(950, token_counter=counter)
+    fill(session, 4, words=2)  # the stored estimates: about 30 tokens in all
+    assert session.get_compactions() == [] and summarizer.prompts == []  # 400 + the prompt's ~510
+    fill(session, 1, prefix="n", words=2)
+    [context] = compacted
+    assert "the customer is on the Pro plan" in context.system_prompt
+    assert [block["label"] for block in context.blocks] == ["memory"]
+    assert context.token_counter is counter and context.leaf_id == "n0"
+    assert seen[-4:] == [[message] for message in context[-4:]]  # the planner counted message by message
+    assert all(one.system_prompt == "" for one in seen[-4:])
+    [overlay] = session.get_compactions()
+    assert (overlay["from_id"], overlay["to_id"]) == ("m1", "m2")  # 100 a message: two fit in 250
+    assert session.estimate_context_tokens() == counter(session.compaction_context())
+
+
 def test_a_counter_that_raises_is_a_recorded_compaction_failure(session, summarizer):
     def counter(history):
         raise ValueError("cannot count")

@@ -3,6 +3,7 @@ import sqlite3
 import pytest
 
 from memorylab import MemoryLabError, Session, Store
+from memorylab.store import ALL_TENANTS
 from memorylab.store.schema import SCHEMA_VERSION
 
 from tests.helpers import count_rows, text_message
@@ -47,7 +48,7 @@ def test_deleting_a_session_cascades_to_messages_and_search(store):
     s.append_message(text_message("a", "ephemeral words"))
     s.add_compaction("x", "a", "a")
     store.delete_session(s.pk)
-    assert store.search("ephemeral") == []
+    assert store.search("ephemeral", tenant_id=ALL_TENANTS) == []
     assert count_rows(store, "compactions") == count_rows(store, "messages") == 0
 
 

@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memorylab import KVStore, Memory, MemoryAdmin, MemoryLabError, NotFoundError, Store, message_text, register_agent
+from memorylab import (InvalidInputError, KVStore, Memory, MemoryAdmin, MemoryLabError, NotFoundError, Store, message_text,
+                       register_agent)
+from memorylab.store import ALL_TENANTS
 
 from tests.helpers import examples
 
@@ -138,3 +140,13 @@ def test_another_tenants_memory_reads_exactly_like_a_missing_one(store):
         globex.get("sdr", KEYS[2])
     assert str(theirs.value).replace(KEYS[0], "KEY") == str(nobodys.value).replace(KEYS[2], "KEY")
     assert [hit["content"] for hit in store.search("secret", tenant_id="globex")] == []
+
+
+def test_store_search_never_crosses_tenants_by_omission(store):
+    Memory(store, tenant_id="acme").append("user", "acme's secret", key=KEYS[0])
+    with pytest.raises(TypeError, match="tenant_id"):
+        store.search("secret")
+    with pytest.raises(InvalidInputError, match="name the tenant to search, or pass ALL_TENANTS"):
+        store.search("secret", tenant_id=None)
+    assert store.search("secret", tenant_id="globex") == []
+    assert [hit["tenant_id"] for hit in store.search("secret", tenant_id=ALL_TENANTS)] == ["acme"]

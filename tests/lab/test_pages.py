@@ -186,6 +186,19 @@ def test_search_escapes_markdown_and_html(lab_db):
     assert rendered == ["\\<img src=x **onerror**=alert\\(1\\)\\> \\*\\*bold\\*\\* \\[link\\]\\(http\\://x\\)"]
 
 
+def test_search_stays_in_the_selected_sessions_tenant_unless_every_tenant_is_asked(lab_db):
+    with Store(lab_db) as store:
+        Session.create(store, "elsewhere", tenant_id="acme").append_message(
+            {"role": "user", "content": "the zeppelin order of acme"})
+    app = run_page("search.py")
+    app.text_input(key="search_query").set_value("zeppelin").run()
+    assert app.session_state["session_ref"][0] == "default"
+    assert "**0** hits" in [m.value for m in app.markdown]
+    app.radio(key="search_scope").set_value("All tenants").run()
+    assert not app.exception and "**1** hit" in [m.value for m in app.markdown]
+    assert any("elsewhere" in c.value and "tenant `acme`" in c.value for c in app.caption)
+
+
 def test_memory_page_lists_memories_and_sets_a_status(lab_db):
     app = run_page("memory.py")
     assert [s for s in app.selectbox if s.label == "Agent"][0].value.startswith("sales-assistant")

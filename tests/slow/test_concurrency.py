@@ -47,7 +47,7 @@ def test_processes_appending_to_one_store_lose_nothing(store_target):
         _assert_one_chain(Session.open(store, "shared"), PROCESSES * PER_PROCESS)
         for w in range(PROCESSES):
             assert Session.open(store, f"own-{w}").stats()["messages"] == PER_PROCESS // 10
-        assert len(store.search("worker")) == 20
+        assert len(store.search("worker", tenant_id="default")) == 20
         assert check_database(store).ok
 
 

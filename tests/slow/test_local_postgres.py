@@ -37,7 +37,7 @@ def test_a_server_starts_holds_a_store_and_stops(server_dir):
             assert conn.execute("SHOW server_version").fetchone()[0].startswith("18.")
         with Store(url) as store:
             Session.create(store, "s").append_message(text_message("m1", "kept on a throwaway server"))
-            assert store.search("throwaway")[0]["id"] == "m1"
+            assert store.search("throwaway", tenant_id="default")[0]["id"] == "m1"
     finally:
         local_postgres.stop(server_dir)
     with pytest.raises(psycopg.OperationalError):

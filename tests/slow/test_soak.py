@@ -55,7 +55,7 @@ def _read(path, stop, results):
                     leaf = random.choice(leaves)["id"]
                     _check_chain(session.get_history(leaf, apply_compactions=False))
                     session.get_history(leaf)
-                store.search("worker3 note")
+                store.search("worker3 note", tenant_id="default")
                 session.search("note 17")
                 reads += 1
     except Exception as error:  # reported to the parent: any error a reader sees fails the soak
@@ -150,7 +150,7 @@ def test_a_lock_held_past_the_timeout_is_a_clear_error_and_reads_go_on(db_path, 
     with Store(db_path, timeout=0.3) as store:  # opening an up-to-date file takes no write lock
         session = Session.open(store, "s1")
         assert [m["id"] for m in session.get_history()] == ["m1"]
-        assert [hit["id"] for hit in store.search("lock")] == ["m1"]
+        assert [hit["id"] for hit in store.search("lock", tenant_id="default")] == ["m1"]
         started = time.perf_counter()
         with pytest.raises(StoreBusyError, match=r"locked by another writer for 0.3 s.*larger timeout="):
             session.append_message(text_message("m2", "during the lock"))

@@ -157,21 +157,51 @@ def test_a_message_that_fits_the_row_is_returned_as_is():
     assert enforce_row_size_limit(message) is message
 
 
-def test_an_oversized_tool_output_becomes_a_preview_with_a_note():
-    message = tool_message("m1", {"data": "d" * 5_000_000})
+def test_an_oversized_string_output_becomes_a_preview_with_a_note():
+    message = tool_message("m1", "d" * 5_000_000)
     message["parts"].insert(0, {"type": "text", "text": "Here is the file."})
     before = copy.deepcopy(message)
     stored = enforce_row_size_limit(message)
     assert message == before
     assert stored_bytes(stored) <= 1_800_000
     output = stored["parts"][1]["output"]
-    assert output.startswith('{"data":"ddd')
+    assert output.startswith("ddd")
     assert "too large to store" in output and "Re-run the tool" in output
     assert stored["parts"][0] == {"type": "text", "text": "Here is the file."}
     record = stored["metadata"]["row_size_limit"]
     assert record["original_bytes"] == stored_bytes(message)
     assert record["stored_bytes"] == stored_bytes(stored)
-    assert record["shrunk"] == [{"part": 1, "field": "output", "original_chars": len('{"data":""}') + 5_000_000}]
+    assert record["shrunk"] == [{"part": 1, "field": "output", "original_chars": 5_000_000}]
+
+
+def test_an_oversized_object_output_stays_an_object_with_its_small_fields_whole():
+    message = tool_message("m1", {"status": 200, "path": "/srv/data.csv", "data": "d" * 5_000_000})
+    stored = enforce_row_size_limit(message)
+    output = stored["parts"][0]["output"]
+    assert isinstance(output, dict) and list(output) == ["status", "path", "data"]
+    assert output["status"] == 200 and output["path"] == "/srv/data.csv"
+    assert output["data"].startswith("ddd") and re.search(r"\[truncated \d+ chars\]$", output["data"])
+    assert stored_bytes(stored) < 10_000
+    assert stored["metadata"]["row_size_limit"]["shrunk"][0]["original_chars"] == json_size(message["parts"][0]["output"])
+
+
+def test_an_oversized_list_output_keeps_its_leading_items_and_counts_the_rest():
+    rows = [{"id": i, "name": f"row {i}"} for i in range(100_000)]
+    stored = enforce_row_size_limit(tool_message("m1", rows))
+    output = stored["parts"][0]["output"]
+    assert isinstance(output, list) and output[0] == {"id": 0, "name": "row 0"}
+    assert re.fullmatch(r"\.\.\. \[\d+ more items\]", output[-1])
+    assert len(output) - 1 + int(re.search(r"\d+", output[-1]).group()) == 100_000
+
+
+def test_an_object_with_too_many_keys_to_keep_becomes_a_marker_object():
+    wide = {f"key{i}": i for i in range(200_000)}
+    stored = enforce_row_size_limit(tool_message("m1", wide))
+    output = stored["parts"][0]["output"]
+    assert output["__truncated"] is True
+    assert output["__truncatedChars"] == json_size(wide)
+    assert output["preview"].startswith('{"key0":0,"key1":1')
+    assert stored_bytes(stored) < 10_000
 
 
 def test_only_as_many_outputs_as_needed_are_replaced_largest_first():
