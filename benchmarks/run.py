@@ -519,7 +519,7 @@ def bench_search_and_scaling(config, workdir):
 
 def search_timer(store):
     """``fn(query) -> seconds``: the top 20 of ``store.search``."""
-    return lambda query: timed(functools.partial(store.search, query, limit=20))
+    return lambda query: timed(functools.partial(store.search, query, tenant_id="default", limit=20))
 
 
 def bench_search(config, store):
