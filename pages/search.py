@@ -32,8 +32,9 @@ for index, hit in enumerate(hits):
     ref = (hit["tenant_id"], hit["agent_id"], hit["session_id"])
     with st.container(border=True):
         head, action = st.columns([5, 1])
-        head.caption(f"{titles.get(ref, hit['session_id'])} · tenant `{hit['tenant_id']}` · {hit['role']} · "
-                     f"`{hit['id']}` · {hit['created_at']}")
+        tenant_note = f" · tenant `{hit['tenant_id']}`" if scope == "All tenants" else ""
+        head.caption(f"{titles.get(ref, hit['session_id'])}{tenant_note} · {hit['role']} · `{hit['id']}` · "
+                     f"{hit['created_at']}")
         highlighted = escape_markdown(hit["snippet"]).replace(SNIPPET_MARKS[0], "**").replace(SNIPPET_MARKS[1], "**")
         head.markdown(highlighted)
         if action.button("Open in tree", key=f"open_{index}"):
