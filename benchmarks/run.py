@@ -42,6 +42,7 @@ from pathlib import Path
 from corpus import QUERIES, kv_values, openai_messages  # benchmarks/corpus.py, beside this script
 
 from memorylab import KVStore, Session, Store, import_session, local_postgres, plan_compaction
+from memorylab.errors import LocalPostgresError
 from memorylab.io import EXPORT_FORMAT, EXPORT_VERSION
 from memorylab.store.fts import fts_query, tsquery
 
@@ -216,6 +217,7 @@ def configure(conn):
 
 class MemorylabAppender:
     def __init__(self, target):
+        self.target = target
         self.store = Store(target)
         self.session = Session.create(self.store, "bench")
 
@@ -583,7 +585,7 @@ def postgres_server(url):
         try:
             try:
                 url = local_postgres.start(directory)
-            except local_postgres.LocalPostgresError as error:
+            except LocalPostgresError as error:
                 skip_postgres(f"the throwaway server did not start: {error}")
                 url = None
             yield url
@@ -633,7 +635,7 @@ def bench_postgres_writes(config, workdir, new_schema):
     totals, contenders = repeated_appends(open_contenders, openai_messages(config.pg_appends), config.append_batch,
                                           config.pg_append_repetitions, workdir)
     per_append = {name: statistics.median(seconds) / config.pg_appends for name, seconds in totals.items()}
-    analyze_messages(contenders["postgres"].store.url)
+    analyze_messages(contenders["postgres"].target)
     analyze_messages(contenders["psycopg"].url)
     calls = {"psycopg": contenders["psycopg"].history}
     for name in ("sqlite", "postgres"):

@@ -23,17 +23,19 @@ from .errors import (
     InvalidMessageError,
     MemoryLabError,
     AmbiguousAgentError,
+    ModelError,
     NothingToSummarizeError,
     NotFoundError,
     ReadOnlyBlockError,
     StoreBusyError,
+    StoreError,
 )
 from .frames import to_dataframe
 from .identity import identify
 from .io import export_session, import_session, parse_export, read_export, write_export
 from .kv import KVStore
-from .llm import (DEFAULT_LOCAL_MODEL, ModelError, complete, complete_text, count_tokens, make_summarizer,
-                  usable_models, usage_and_cost)
+from .llm import (DEFAULT_LOCAL_MODEL, complete, complete_text, count_tokens, make_summarizer, usable_models,
+                  usage_and_cost)
 from .messages import from_openai, message_text, normalize_message, to_openai
 from .longterm import LongTermMemory
 from .manager import Memory
@@ -57,7 +59,7 @@ __all__ = [
     "StaticProvider", "Tool", "render_system_prompt",
     "ConflictError", "DamagedRowError", "DamagedRowWarning", "ImportFormatError", "InvalidInputError",
     "InvalidMessageError", "MemoryLabError",
-    "NotFoundError", "Session", "Store", "StoreBusyError", "apply_overlays", "estimate_message_tokens",
+    "NotFoundError", "Session", "Store", "StoreBusyError", "StoreError", "apply_overlays", "estimate_message_tokens",
     "estimate_string_tokens", "export_session", "from_openai", "import_session", "load_samples",
     "message_text", "normalize_message", "parse_export", "read_export", "to_openai", "write_export",
 ]

@@ -10,8 +10,9 @@ import re
 from .context import Tool
 from .errors import AmbiguousAgentError, InvalidInputError, NotFoundError
 from .manager import Memory, incoming_message, missing_memory
-from .messages import check_identifier, utc_now_iso
+from .messages import utc_now_iso
 from .session import Session
+from .validation import check_identifier, check_number
 
 MAX_NAME_LENGTH = 100
 MAX_SLUG_LENGTH = 64
@@ -37,7 +38,7 @@ def register_agent(store, agent_id, *, tenant_id="default", name=None, slug=None
             f"a slug is lowercase letters and digits in words joined by '-' (e.g. 'customer-support'), "
             f"at most {MAX_SLUG_LENGTH} characters; got {slug!r}"
         )
-    return store.register_agent(tenant_id, agent_id, created_at=utc_now_iso(), name=name,
+    return store.agents.register(tenant_id, agent_id, created_at=utc_now_iso(), name=name,
                                 name_key=name.casefold() if name else None, slug=slug)
 
 
@@ -56,13 +57,13 @@ class MemoryAdmin:
 
     def agents(self):
         """Every agent of the tenant: ``{"agent_id", "name", "slug", "created_at", "session_count"}``."""
-        return self.store.agents(self.tenant_id)
+        return self.store.agents.list(self.tenant_id)
 
     def resolve_agent(self, agent):
         """The agent ``agent`` names: an exact id, else a slug, else a unique case-insensitive name."""
         if not isinstance(agent, str) or not agent.strip():
             raise InvalidInputError(f"agent must be an agent's id, slug or name, got {agent!r}")
-        matches = self.store.find_agents(self.tenant_id, agent, agent.strip().casefold())
+        matches = self.store.agents.find(self.tenant_id, agent, agent.strip().casefold())
         if not matches:
             raise NotFoundError(f"no agent {agent!r}: pass the id, slug or name of an agent of this tenant")
         if matches[0]["matched_by"] == "name" and len(matches) > 1:
@@ -131,9 +132,7 @@ def status_tools(memory, *, qualify_threshold=QUALIFY_THRESHOLD):
     """
 
     def qualify(args):
-        score = args["score"]
-        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 10:
-            raise InvalidInputError(f"score must be a number from 0 to 10, got {score!r}")
+        score = check_number(args["score"], "score", 0, 10)
         status = memory.set_status("qualified" if score >= qualify_threshold else "nurturing")
         return f"Lead scored {score}/10: the conversation is now marked {status!r}."
 

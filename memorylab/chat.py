@@ -11,12 +11,13 @@ import json
 import time
 import uuid
 
-from .errors import DamagedRowError, InvalidInputError, NotFoundError
-from .llm import DEFAULT_LOCAL_MODEL, ModelError, check_request, complete, redact_secrets, usage_and_cost
+from .errors import DamagedRowError, InvalidInputError, ModelError, NotFoundError
+from .llm import DEFAULT_LOCAL_MODEL, check_request, complete, redact_secrets, usage_and_cost
 from .longterm import render_memory_block
 from .messages import message_text, to_openai, utc_now_iso
 from .tokens import compact_json
 from .truncation import truncate_older_messages
+from .validation import check_integer
 
 CHAT_ERRORS_KEY = "memorylab.chat_errors"
 MAX_ERROR_RECORDS = 20
@@ -46,17 +47,11 @@ class ChatRunner:
         reserved = sorted(set(RESERVED_KWARGS) & set(completion_kwargs))
         if reserved:
             raise InvalidInputError(f"{', '.join(reserved)} cannot be completion arguments: the runner builds them")
-        if isinstance(max_tool_rounds, bool) or not isinstance(max_tool_rounds, int) or max_tool_rounds < 0:
-            raise InvalidInputError(f"max_tool_rounds must be a non-negative integer, got {max_tool_rounds!r}")
-        if history_window is not None and (isinstance(history_window, bool) or not isinstance(history_window, int)
-                                           or history_window < 1):
-            raise InvalidInputError(
-                f"history_window must be None or a positive number of messages, got {history_window!r}")
         self.session = session
         self.model = model
         self.long_term = long_term
-        self.max_tool_rounds = max_tool_rounds
-        self.history_window = history_window
+        self.max_tool_rounds = check_integer(max_tool_rounds, "max_tool_rounds")
+        self.history_window = check_integer(history_window, "history_window", minimum=1, optional=True)
         self.completion_kwargs = completion_kwargs
         self.last_request = None  # {"model", "messages", "tools", "memories"}: what the latest model call sent
         self.last_message = None  # the assistant message the latest turn stored

@@ -5,8 +5,9 @@ finds. An ``error`` means data is damaged, unreachable or wrongly indexed; a ``w
 something is inconsistent while every message still reads correctly (an overlay that can never
 apply, a stale pointer). Nothing is repaired; where the repair is simple, the finding names it.
 """
-import sqlite3
 from dataclasses import dataclass
+
+from .errors import StoreError
 
 ERROR, WARNING = "error", "warning"
 EXAMPLES = 5
@@ -42,43 +43,43 @@ def _plural(count, noun):
 
 
 def _integrity(store):
-    problems = store.integrity_errors()
+    problems = store.integrity.integrity_errors()
     if problems:
         yield ERROR, (f"SQLite reports {_plural(len(problems), 'problem')}: {_examples(problems, str)}. REINDEX "
                       "repairs a damaged index; otherwise restore a backup or salvage with `sqlite3 FILE .recover`")
 
 
 def _full_text(store):
-    for fts in store.fts_indexes():
+    for fts in store.integrity.fts_indexes():
         index, content = fts["index"], fts["content"]
         rebuild = f"rebuild it with INSERT INTO {index}({index}) VALUES('rebuild')"
         if content is None:
-            complaint = store.fts_complaint(index, against_content=False)
+            complaint = store.integrity.fts_complaint(index, against_content=False)
             if complaint:
                 yield ERROR, f"the search index {index} is damaged ({complaint})"
             continue
-        missing, stale = store.fts_row_gaps(index, content, fts["rowid"])
+        missing, stale = store.integrity.fts_row_gaps(index, content, fts["rowid"])
         if missing:
             yield ERROR, (f"{_plural(missing, 'row')} of {content} cannot be found by search: {index} lacks them; "
                           f"{rebuild}")
         if stale:
             yield ERROR, f"{index} holds {_plural(stale, 'entry')} for rows of {content} that are gone; {rebuild}"
-        complaint = None if missing or stale else store.fts_complaint(index, against_content=True)
+        complaint = None if missing or stale else store.integrity.fts_complaint(index, against_content=True)
         if complaint:
             yield ERROR, f"{index} does not match the text stored in {content} ({complaint}); {rebuild}"
 
 
 def _orphans(store):
-    for (table, parent), count in store.rows_of_missing_parents().items():
+    for (table, parent), count in store.integrity.rows_of_missing_parents().items():
         yield ERROR, f"{_plural(count, 'row')} of {table} belong to a row of {parent} that no longer exists"
-    rows = store.messages_with_missing_parent()
+    rows = store.integrity.messages_with_missing_parent()
     if rows:
         yield ERROR, (f"{_plural(len(rows), 'message')} have a parent that is not in their session (the "
                       "history of their branch starts there): " + _message_examples(rows))
 
 
 def _unreadable(store):
-    rows = store.unreadable_messages()
+    rows = store.integrity.unreadable_messages()
     if rows:
         yield ERROR, (f"{_plural(len(rows), 'message')} cannot be read (reads leave them out; restore them from "
                       "a backup or an export, or delete them): "
@@ -86,7 +87,7 @@ def _unreadable(store):
 
 
 def _cycles(store):
-    rows = store.messages_off_every_root()
+    rows = store.integrity.messages_off_every_root()
     if rows:
         yield ERROR, (f"{_plural(len(rows), 'message')} cannot be reached from any root: their parent links "
                       "lead into a loop: " + _message_examples(rows))
@@ -103,7 +104,7 @@ def _overlay_problem(row):
 
 
 def _overlays(store):
-    rows = store.overlays_off_path()
+    rows = store.integrity.overlays_off_path()
     if rows:
         yield WARNING, (f"{_plural(len(rows), 'overlay')} can never apply (the messages stay readable; delete "
                         "or redo the summary): "
@@ -111,7 +112,7 @@ def _overlays(store):
 
 
 def _latest_leaves(store):
-    for row in store.stale_latest_pointers():
+    for row in store.integrity.stale_latest_pointers():
         if row["latest_message_id"] is not None and not row["latest_exists"]:
             yield ERROR, (f"{_session(row)}: the next append would go under {row['latest_message_id']!r}, which "
                           "is not a message; append with an explicit parent_id until this is repaired")
@@ -134,18 +135,18 @@ CHECKS = (
 def check_database(store):
     """Run every check on ``store``'s file and return the CheckReport.
 
-    A check that cannot even run on a damaged file becomes an error finding of its own.
+    A check that cannot even run (a damaged file, a table dropped behind the store's back) becomes an
+    error finding of its own, on either backend.
     """
     findings = []
     for name, _, check in CHECKS:
         try:
             findings.extend(Finding(name, severity, message) for severity, message in check(store))
-        except sqlite3.DatabaseError as error:
-            findings.append(Finding(name, ERROR, f"the check could not run on this damaged file ({error}); "
-                                                 "restore a backup or salvage with `sqlite3 FILE .recover`"))
+        except StoreError as error:
+            findings.append(Finding(name, ERROR, f"the check could not run: {error}"))
     try:
-        counts = store.database_size()
-    except sqlite3.DatabaseError:
+        counts = store.integrity.database_size()
+    except StoreError:
         counts = None
     return CheckReport(store.path, counts, findings)
 

@@ -2,7 +2,6 @@
 import argparse
 import json
 import os
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -94,7 +93,7 @@ def _export(store, args):
 
 
 def _stats(store, args):
-    rows = store.list_sessions(tenant_id=args.tenant, agent_id=args.agent)
+    rows = store.sessions.list(tenant_id=args.tenant, agent_id=args.agent)
     if args.json:
         print(json.dumps(rows, ensure_ascii=False, indent=2))
         return
@@ -129,14 +128,6 @@ def _migrate(args):
     print(copy_store(args.source, args.target, progress=_show_progress))
 
 
-def _reportable(error):
-    """Errors that are the user's to act on: one line, no traceback."""
-    if isinstance(error, (MemoryLabError, OSError, sqlite3.DatabaseError)):
-        return True
-    psycopg = sys.modules.get("psycopg")  # only loaded when a postgresql:// URL was opened
-    return psycopg is not None and isinstance(error, psycopg.Error)
-
-
 def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
@@ -147,9 +138,9 @@ def main(argv=None):
             raise MemoryLabError(f"no database at {args.db} (create one with: memorylab --db {args.db} demo)")
         with Store(args.db) as store:
             return COMMANDS[args.command](store, args) or 0
-    except Exception as error:
-        if not _reportable(error):
-            raise
+    except (MemoryLabError, OSError) as error:
+        # One line, no traceback: the engine's refusals, the database's failures (a StoreError), and a
+        # file named on the command line (import FILE, export -o FILE) that cannot be read or written.
         # A server's error may add DETAIL and HINT lines.
         message = " ".join(line.strip() for line in str(error).splitlines())
         print(f"memorylab: error: {message}", file=sys.stderr)

@@ -11,8 +11,10 @@ from dataclasses import dataclass, fields
 from .errors import InvalidInputError
 from .messages import is_tool_part, message_text
 from .overlays import is_summary_message
+from .shapes import Messages
 from .tokens import compact_json, estimate_message_tokens
-from .truncation import require_non_negative_ints, truncate_text
+from .truncation import truncate_text
+from .validation import check_counts
 
 SUMMARY_SECTIONS = ("Topic", "Key Points", "Current State", "Open Items")
 MIN_TARGET_SUMMARY_TOKENS = 100
@@ -57,7 +59,7 @@ and fold in what is new.
 """
 
 
-class CompactionContext(list):
+class CompactionContext(Messages):
     """What one request on a branch would hold: the overlaid history (the list itself), the frozen
     system prompt and the context blocks it was rendered from.
 
@@ -129,9 +131,7 @@ def plan_compaction(messages, *, protect_head=3, tail_token_budget=20000, min_ta
     ``token_counter(context) -> int`` replaces the stored per-message ``tokens``; it is asked about
     one message at a time, as a ``CompactionContext`` holding just that message.
     """
-    require_non_negative_ints(
-        protect_head=protect_head, tail_token_budget=tail_token_budget, min_tail_messages=min_tail_messages
-    )
+    check_counts(protect_head=protect_head, tail_token_budget=tail_token_budget, min_tail_messages=min_tail_messages)
     check_summary_template(prompt_template)
     counts = _message_tokens(messages, token_counter)
     head_end = _head_end(messages, protect_head)
@@ -292,9 +292,7 @@ def create_compact_function(summarize, *, protect_head=3, tail_token_budget=2000
         "min_tail_messages": min_tail_messages, "token_counter": token_counter,
         "prompt_template": prompt_template,
     }
-    require_non_negative_ints(
-        protect_head=protect_head, tail_token_budget=tail_token_budget, min_tail_messages=min_tail_messages
-    )
+    check_counts(protect_head=protect_head, tail_token_budget=tail_token_budget, min_tail_messages=min_tail_messages)
     check_summary_template(prompt_template)
 
     def compact(messages):

@@ -1,4 +1,5 @@
-"""Exception classes. Every error the engine raises on purpose is a MemoryLabError."""
+"""Exception classes. Every error the engine raises on purpose is a MemoryLabError; a failure of the
+database itself is a StoreError, whose ``__cause__`` is the driver's error."""
 
 
 class MemoryLabError(Exception):
@@ -41,8 +42,13 @@ class AmbiguousAgentError(InvalidInputError):
     """An agent was named by a name that several agents of the tenant share; use its id or slug."""
 
 
-class StoreBusyError(MemoryLabError):
-    """The database file stayed locked by another writer for longer than the store's timeout."""
+class StoreError(MemoryLabError):
+    """The database failed under a request: a damaged or foreign file, a table dropped behind the store's
+    back, a lost server, a full disk, no write permission. ``__cause__`` is the driver's own error."""
+
+
+class StoreBusyError(StoreError):
+    """Another writer held what a write needed for longer than the store's timeout; nothing was changed."""
 
 
 class DamagedRowError(MemoryLabError):
@@ -52,3 +58,38 @@ class DamagedRowError(MemoryLabError):
 
 class DamagedRowWarning(UserWarning):
     """A read skipped a stored row it could not read; the rest of the answer is complete."""
+
+
+class MigrationError(MemoryLabError):
+    """A store copy did not verify; it was rolled back. ``report`` says what differed."""
+
+    def __init__(self, report):
+        super().__init__(f"verification failed, nothing was written to {report.target}: "
+                         + "; ".join(report.mismatches))
+        self.report = report
+
+
+class ModelError(MemoryLabError):
+    """A model call failed. ``kind`` is one of auth, rate_limit, timeout, context_window, connection,
+    not_found, bad_request, unavailable, provider; the message says what to do and holds no key."""
+
+    def __init__(self, message, *, kind, model):
+        super().__init__(message)
+        self.kind = kind
+        self.model = model
+
+
+class ModelOutputError(MemoryLabError, ValueError):
+    """A model answered, but not with the JSON object a memory step needs."""
+
+
+class LocalModelUnavailableError(MemoryLabError):
+    """No runtime or no SmolLM2 GGUF file is installed."""
+
+
+class ContextWindowError(MemoryLabError):
+    """The prompt is longer than the embedded model's context window."""
+
+
+class LocalPostgresError(MemoryLabError):
+    """No PostgreSQL server binaries were found, or the throwaway server did not start."""

@@ -8,6 +8,7 @@ from .kv import MAX_PAGE_SIZE, KVStore
 from .longterm import LongTermMemory
 from .messages import is_tool_part, message_text
 from .overlays import is_summary_message
+from .shapes import KVRows, MemoryRecords, MemoryRows, Messages, SessionRows
 from .store import Store
 
 MESSAGE_COLUMNS = ["id", "parent_id", "role", "text", "tools", "tokens", "is_summary", "created_at"]
@@ -17,6 +18,8 @@ KV_COLUMNS = ["key", "value", "expires_at", "created_at", "updated_at"]
 PLAN_COLUMNS = ["id", "role", "fate", "tokens", "text"]
 RECORD_COLUMNS = ["id", "scope", "session_id", "summary", "body", "tags", "importance", "provenance", "created_at",
                   "updated_at"]
+MEMORY_COLUMNS = ["id", "entity_type", "entity_value", "status", "updated_at", "message_count", "last_role",
+                  "last_message", "summary"]
 
 
 def _message_row(message):
@@ -30,6 +33,11 @@ def _message_row(message):
 
 def _session_row(row):
     return {**{c: row.get(c) for c in SESSION_COLUMNS}, "title": (row.get("metadata") or {}).get("title", "")}
+
+
+def _memory_row(row):
+    last = row["last_message"] or {}
+    return {**{c: row.get(c) for c in MEMORY_COLUMNS}, "last_role": last.get("role"), "last_message": last.get("content")}
 
 
 def _kv_entries(kv):
@@ -52,52 +60,47 @@ def _plan_rows(plan):
     ]
 
 
-def _is_message(row):
-    return "parts" in row and "role" in row
-
-
-def _is_session_row(row):
-    return "session_id" in row and "message_count" in row
-
-
-def _is_memory_record(row):
-    return "scope" in row and "summary" in row and "provenance" in row
-
-
 def _rows_and_columns(obj):
     """The rows to tabulate and their columns (None: the rows' own keys), chosen by what ``obj`` is."""
     if isinstance(obj, Store):
-        return [_session_row(row) for row in obj.list_sessions()], SESSION_COLUMNS
+        return [_session_row(row) for row in obj.sessions.list()], SESSION_COLUMNS
     if isinstance(obj, LongTermMemory):
         return obj.records(), RECORD_COLUMNS
     if isinstance(obj, KVStore):
         return _kv_entries(obj), KV_COLUMNS
     if isinstance(obj, CompactionPlan):
         return _plan_rows(obj), PLAN_COLUMNS
+    if isinstance(obj, Messages):
+        return [_message_row(message) for message in obj], MESSAGE_COLUMNS
+    if isinstance(obj, SessionRows):
+        return [_session_row(row) for row in obj], SESSION_COLUMNS
+    if isinstance(obj, MemoryRecords):
+        return list(obj), RECORD_COLUMNS
+    if isinstance(obj, MemoryRows):
+        return [_memory_row(row) for row in obj], MEMORY_COLUMNS
+    if isinstance(obj, KVRows):
+        return list(obj), KV_COLUMNS
     if not isinstance(obj, (list, tuple)) or not all(isinstance(row, dict) for row in obj):
         raise TypeError(
             "to_dataframe takes a list of messages or dict rows, a Store, a KVStore, a CompactionPlan or a "
             f"LongTermMemory, not {type(obj).__name__}"
         )
-    if obj and all(_is_message(row) for row in obj):
-        return [_message_row(message) for message in obj], MESSAGE_COLUMNS
-    if obj and all(_is_session_row(row) for row in obj):
-        return [_session_row(row) for row in obj], SESSION_COLUMNS
-    if obj and all(_is_memory_record(row) for row in obj):
-        return list(obj), RECORD_COLUMNS
     return list(obj), None
 
 
 def to_dataframe(obj):
     """A DataFrame of ``obj``, one row per item:
 
-    - a list of messages (``get_history()``, ``get_all_messages()``): ``MESSAGE_COLUMNS``, text parts
-      joined and tool names listed;
-    - a ``Store`` or its ``list_sessions()`` rows: ``SESSION_COLUMNS``;
-    - a ``KVStore``: ``KV_COLUMNS``, every live entry with its value as stored;
+    - ``Messages`` (``get_history()``, ``get_all_messages()``, ``Messages(my_list)``): ``MESSAGE_COLUMNS``,
+      text parts joined and tool names listed;
+    - a ``Store`` or its ``sessions.list()`` rows: ``SESSION_COLUMNS``;
+    - a ``KVStore`` or its ``list_entries()``: ``KV_COLUMNS``, every live entry with its value as stored;
+    - ``Memory.list()`` rows: ``MEMORY_COLUMNS``, the newest message split into its role and text;
     - a ``CompactionPlan``: ``PLAN_COLUMNS``, each message with its fate (head, summarized, tail);
     - a ``LongTermMemory`` or its ``records()``: ``RECORD_COLUMNS``, provenance included;
     - any other list of dicts (search hits, fact survival, a request breakdown): their own keys.
+
+    What a list holds is read from its type (``memorylab.shapes``), never guessed from its keys.
 
     Timestamp columns (``*_at``) become timezone-aware datetimes, so they sort and filter as times.
     """

@@ -10,10 +10,11 @@ from pathlib import Path
 
 from .context.blocks import check_label
 from .errors import ImportFormatError, MemoryLabError
-from .messages import check_identifier, normalize_message, to_utc_iso
+from .messages import normalize_message, to_utc_iso
 from .session import Session
 from .tokens import estimate_message_tokens
 from .truncation import enforce_row_size_limit
+from .validation import check_identifier, is_integer
 
 EXPORT_FORMAT = "memorylab.session"
 EXPORT_VERSION = 1
@@ -37,11 +38,11 @@ def export_session(session):
             "created_at": info["created_at"],
             "updated_at": info["updated_at"],
             "metadata": info["metadata"],
-            "cached_prompt": session.store.cached_prompt(session.pk),
+            "cached_prompt": session.storage.blocks.cached_prompt(),
         },
         "messages": messages,
         "compactions": session.get_compactions(),
-        "context_blocks": session.store.context_blocks(session.pk),
+        "context_blocks": session.storage.blocks.all(),
     }
 
 
@@ -83,7 +84,7 @@ def import_session(store, data, *, session_id=None, tenant_id=None, agent_id=Non
         agent_id = check_identifier(agent_id or plan["agent_id"], "agent id")
     except MemoryLabError as error:
         raise ImportFormatError(str(error)) from None
-    store.write_session(
+    store.sessions.write(
         tenant_id, agent_id, session_id,
         created_at=plan["created_at"], updated_at=plan["updated_at"], metadata=plan["metadata"],
         cached_prompt=plan["cached_prompt"],
@@ -112,7 +113,7 @@ def validate_export(data):
     _require(isinstance(data, dict), "an export must be a JSON object")
     _require(data.get("format") == EXPORT_FORMAT, f"'format' must be {EXPORT_FORMAT!r}")
     version = data.get("version")
-    _require(isinstance(version, int) and not isinstance(version, bool), "'version' must be an integer")
+    _require(is_integer(version), "'version' must be an integer")
     _require(version <= EXPORT_VERSION,
              f"export version {version} was written by a newer memorylab (this one reads {EXPORT_VERSION})")
     header = data.get("session")
@@ -180,7 +181,7 @@ def _validate_compactions(raw_compactions, parents):
         where = f"compactions[{i}]"
         _require(isinstance(raw, dict), f"{where} must be an object")
         overlay_id = raw.get("id", i + 1)
-        _require(isinstance(overlay_id, int) and not isinstance(overlay_id, bool) and 0 < overlay_id < 2**63,
+        _require(is_integer(overlay_id) and 0 < overlay_id < 2**63,
                  f"{where}: 'id' must be a positive 64-bit integer")
         _require(overlay_id not in seen, f"{where}: duplicate overlay id {overlay_id}")
         seen.add(overlay_id)

@@ -12,7 +12,9 @@ import time
 from datetime import datetime, timezone
 
 from .errors import InvalidInputError
-from .messages import check_identifier, check_page, to_utc_iso
+from .messages import to_utc_iso
+from .shapes import KVRows
+from .validation import check_identifier, check_page, is_integer
 
 MAX_KEY_LENGTH = 512
 MAX_VALUE_BYTES = 256 * 1024
@@ -106,7 +108,7 @@ def encode_value(value):
 def check_ttl(ttl):
     if ttl is None:
         return None
-    if isinstance(ttl, bool) or not isinstance(ttl, int) or not 1 <= ttl <= MAX_TTL_SECONDS:
+    if not is_integer(ttl) or not 1 <= ttl <= MAX_TTL_SECONDS:
         raise InvalidInputError(
             f"ttl must be a whole number of seconds from 1 to {MAX_TTL_SECONDS:,}, got {ttl!r}; "
             "pass ttl=None for an entry that never expires"
@@ -129,7 +131,7 @@ def _entry(row):
 def kv_namespaces(store, *, tenant_id="default"):
     """The tenant's namespaces that hold live entries, with their entry counts (for browsers)."""
     now = to_utc_iso(datetime.now(timezone.utc))
-    return store.kv_namespaces(check_identifier(tenant_id, "tenant id"), now=now)
+    return store.kv.namespaces(check_identifier(tenant_id, "tenant id"), now=now)
 
 
 class KVStore:
@@ -160,11 +162,11 @@ class KVStore:
         check_key(key)
         text = encode_value(value)
         expires_at = None if check_ttl(ttl) is None else self._now(ttl)
-        self.store.kv_set(*self._scope(), key, text, expires_at=expires_at, now=self._now())
+        self.store.kv.set(*self._scope(), key, text, expires_at=expires_at, now=self._now())
 
     def get_entry(self, key):
         """``{"key", "value", "expires_at", "created_at", "updated_at"}``, or None when missing or expired."""
-        row = self.store.kv_get(*self._scope(), check_key(key), now=self._now())
+        row = self.store.kv.get(*self._scope(), check_key(key), now=self._now())
         return _entry(row) if row else None
 
     def get(self, key, default=None):
@@ -177,17 +179,17 @@ class KVStore:
 
     def delete(self, key):
         """Remove ``key``; True when there was a live entry."""
-        return self.store.kv_delete(*self._scope(), check_key(key), now=self._now())
+        return self.store.kv.delete(*self._scope(), check_key(key), now=self._now())
 
     def list_entries(self, pattern=None, *, limit=100, offset=0):
         """A page of entries (with timestamps) whose keys match ``pattern``, sorted by key."""
         check_page(limit, offset, MAX_PAGE_SIZE)
-        return [_entry(row) for row in self.store.kv_entries(
+        return KVRows(_entry(row) for row in self.store.kv.entries(
             *self._scope(), _check_pattern("*" if pattern is None else pattern),
-            now=self._now(), limit=limit, offset=offset)]
+            now=self._now(), limit=limit, offset=offset))
 
     def _matching(self, pattern):
-        return self.store.kv_entries(*self._scope(), _check_pattern(pattern), now=self._now())
+        return self.store.kv.entries(*self._scope(), _check_pattern(pattern), now=self._now())
 
     def keys(self, pattern="*"):
         """Every live key matching ``pattern``, sorted."""
@@ -199,4 +201,4 @@ class KVStore:
 
     def clear(self):
         """Remove every entry of this namespace; returns how many live ones there were."""
-        return self.store.kv_clear(*self._scope(), now=self._now())
+        return self.store.kv.clear(*self._scope(), now=self._now())

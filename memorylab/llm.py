@@ -13,7 +13,7 @@ import re
 import urllib.request
 
 from . import local_model
-from .errors import InvalidInputError, MemoryLabError
+from .errors import InvalidInputError, ModelError
 from .messages import from_openai, to_openai
 from .tokens import compact_json, estimate_message_tokens, estimate_string_tokens
 
@@ -32,16 +32,6 @@ EMBEDDED_LABEL = "SmolLM2-135M-Instruct, embedded and offline (tiny and weak: it
 ERROR_DETAIL_CHARS = 300
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)S?$|API_KEY", re.IGNORECASE)
 _SECRET_SHAPE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{6,}|gsk_[A-Za-z0-9]{6,}|AIza[0-9A-Za-z_\-]{10,})|Bearer\s+\S+")
-
-
-class ModelError(MemoryLabError):
-    """A model call failed. ``kind`` is one of auth, rate_limit, timeout, context_window, connection,
-    not_found, bad_request, unavailable, provider; the message says what to do and holds no key."""
-
-    def __init__(self, message, *, kind, model):
-        super().__init__(message)
-        self.kind = kind
-        self.model = model
 
 
 # (litellm exception class name, kind, what the user should do); subclasses before their bases.

@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 
 from . import local_runtimes
-from .errors import MemoryLabError
+from .errors import ContextWindowError, LocalModelUnavailableError
 
 PROVIDER = "local"
 MODEL = "smollm2"
@@ -34,14 +34,6 @@ TOOL_INSTRUCTIONS = (
 
 _load_lock = threading.Lock()
 _loaded = None
-
-
-class LocalModelUnavailableError(MemoryLabError):
-    """No runtime or no SmolLM2 GGUF file is installed."""
-
-
-class ContextWindowError(MemoryLabError):
-    """The prompt is longer than the embedded model's context window."""
 
 
 def gguf_path():

@@ -23,15 +23,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .errors import MemoryLabError
+from .errors import LocalPostgresError
 
 DATABASE = "memorylab_test"
 SERVER_BINARIES = ("initdb", "pg_ctl", "postgres")
 FALLBACK_OWNER = "memorylab-pg"
-
-
-class LocalPostgresError(MemoryLabError):
-    """No PostgreSQL server binaries were found, or the throwaway server did not start."""
 
 
 def _wheel_bin_dir():
@@ -175,9 +171,13 @@ def start(directory):
 def _create_database(socket):
     import psycopg
 
-    with psycopg.connect(host=str(socket), user="postgres", dbname="postgres", autocommit=True) as conn:
-        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone() is None:
-            conn.execute(f'CREATE DATABASE "{DATABASE}"')
+    try:
+        with psycopg.connect(host=str(socket), user="postgres", dbname="postgres", autocommit=True) as conn:
+            if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone() is None:
+                conn.execute(f'CREATE DATABASE "{DATABASE}"')
+    except psycopg.Error as error:
+        raise LocalPostgresError(f"the server started, but creating the {DATABASE} database failed: {error}; "
+                                 "its log is server.log in the folder") from error
 
 
 def stop(directory):

@@ -49,7 +49,6 @@ budget              whole lines, in rank order, a long one never hiding a short 
 ==================  ==========================================================================
 """
 import json
-import math
 import numbers
 import re
 import time
@@ -58,9 +57,10 @@ from collections import deque
 from .errors import InvalidInputError, NotFoundError
 from .llm import redact_secrets
 from .longterm_model import model_steps
-from .messages import check_identifier, utc_now_iso
+from .messages import utc_now_iso
 from .tokens import compact_json
-from .truncation import require_non_negative_ints, truncate_text
+from .truncation import truncate_text
+from .validation import check_counts, check_identifier, check_number, is_number
 
 GLOBAL, SESSION = "GLOBAL_MEMORY", "SESSION_MEMORY"
 SCOPES = (GLOBAL, SESSION)
@@ -112,7 +112,7 @@ def resolve_settings(settings=None):
     if unknown:
         raise InvalidInputError(f"unknown long-term memory settings {unknown}; known: {', '.join(DEFAULT_SETTINGS)}")
     resolved = {**DEFAULT_SETTINGS, **settings}
-    require_non_negative_ints(**{key: resolved[key] for key in _COUNT_SETTINGS})
+    check_counts(**{key: resolved[key] for key in _COUNT_SETTINGS})
     for key in ("keep_candidates_on_empty_rerank", "vector_index"):
         if not isinstance(resolved[key], bool):
             raise InvalidInputError(f"{key} must be True or False, got {resolved[key]!r}")
@@ -121,26 +121,13 @@ def resolve_settings(settings=None):
         raise InvalidInputError(f"body_schema must be a dict of field name -> description, got {schema!r}")
     if not isinstance(resolved["extract_instruction"], str) or not resolved["extract_instruction"].strip():
         raise InvalidInputError("extract_instruction must be a non-empty string")
-    _check_fraction(resolved["default_importance"], "default_importance")
+    check_number(resolved["default_importance"], "default_importance", 0, 1)
     if not isinstance(resolved["model_kwargs"], dict):
         raise InvalidInputError(f"model_kwargs must be a dict of litellm arguments, got {resolved['model_kwargs']!r}")
     return {**resolved, "body_schema": dict(schema), "model_kwargs": dict(resolved["model_kwargs"])}
 
 
 # -- normalization (pure) -------------------------------------------------------------------------
-
-def _number(value):
-    """A finite int or float (not a bool), else None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return value
-
-
-def _check_fraction(value, name):
-    if _number(value) is None or not 0 <= value <= 1:
-        raise InvalidInputError(f"{name} must be a number from 0 to 1, got {value!r}")
-    return value
-
 
 def _strict_json(value):
     """``value`` when it is strict JSON, else its text: SQLite's JSON functions (which index the
@@ -197,8 +184,7 @@ def clamp_fraction(value, default):
             value = float(value)
         except ValueError:
             return default
-    value = _number(value)
-    return default if value is None else min(1.0, max(0.0, float(value)))
+    return min(1.0, max(0.0, float(value))) if is_number(value) else default
 
 
 def normalize_memory(item, *, body_schema, default_importance):
@@ -324,7 +310,7 @@ def _verdict(decision):
     if isinstance(said, str):
         useful = said.strip().lower() not in DROP_WORDS
     else:
-        useful = said is not False and _number(said) != 0
+        useful = said is not False and not (is_number(said) and said == 0)
     score = clamp_fraction(decision["score"], None) if "score" in decision else float(useful)
     return {"useful": useful, "score": score, "reason": _one_line(decision.get("reason"))[:200]}
 
@@ -455,7 +441,7 @@ class LongTermMemory:
                 notes.append({"index": index, **note})
         if notes:
             diagnostics["normalized"] = notes
-        return self.store.insert_memory_records(self.workspace, records), skipped
+        return self.store.long_term.insert(self.workspace, records), skipped
 
     def _duplicate(self, memory, session_id, index, seen):
         """A ``duplicate`` skip when this turn or the scope already holds the same summary, else None.
@@ -466,7 +452,7 @@ class LongTermMemory:
         if key in seen:
             return {"reason": "duplicate", "of_index": seen[key]}
         seen[key] = index
-        stored = self.store.find_memory_duplicate(self.workspace, memory["scope"], session_id, memory["summary"])
+        stored = self.store.long_term.find_duplicate(self.workspace, memory["scope"], session_id, memory["summary"])
         return None if stored is None else {"reason": "duplicate", "of_id": stored}
 
     def _provenance(self, session_id, texts, message_ids):
@@ -474,7 +460,7 @@ class LongTermMemory:
         if message_ids:
             message_ids = [message_ids] if isinstance(message_ids, str) else message_ids
             return {**provenance, "message_ids": [check_identifier(m, "message id") for m in message_ids]}
-        located = self.store.locate_turn(session_id, texts["user_content"], texts["assistant_content"])
+        located = self.store.long_term.locate_turn(session_id, texts["user_content"], texts["assistant_content"])
         return {**provenance, **(located or {})}
 
     def _record(self, memory, session_id, provenance):
@@ -482,7 +468,7 @@ class LongTermMemory:
         scope = memory["scope"]
         return {**memory, "kind": scope.lower(), "session_id": session_id if scope == SESSION else None,
                 "provenance": provenance,
-                "vector_index": {"requested": self.settings["vector_index"], "backend": self.store.SEARCH_ENGINE,
+                "vector_index": {"requested": self.settings["vector_index"], "backend": self.store.search_engine.name,
                                  "available": True}}
 
     # -- before a request: retrieval ------------------------------------------------------------
@@ -500,7 +486,7 @@ class LongTermMemory:
         diagnostics = self._begin("prepare_request", session_id, planner=_step_label(self.planner),
                                   reranker=_step_label(self.reranker), index=self._index_report())
         if self.settings["vector_index"]:
-            diagnostics["events"].append({"code": "memory_vector_unavailable", "backend": self.store.SEARCH_ENGINE})
+            diagnostics["events"].append({"code": "memory_vector_unavailable", "backend": self.store.search_engine.name})
         plan = diagnostics["plan"] = self._plan(session_id, prompt, diagnostics["events"])
         ranked, diagnostics["scopes"] = [], {}
         for scope in SCOPES:
@@ -514,10 +500,10 @@ class LongTermMemory:
                 "diagnostics": self._finish(diagnostics)}
 
     def _index_report(self):
-        note = f"keyword retrieval through {self.store.SEARCH_DESCRIPTION}"
+        note = f"keyword retrieval through {self.store.search_engine.description}"
         if self.settings["vector_index"]:
             note += "; a vector index was requested but no embedding backend is installed, so keywords serve it"
-        return {"backend": self.store.SEARCH_ENGINE, "vector_requested": self.settings["vector_index"],
+        return {"backend": self.store.search_engine.name, "vector_requested": self.settings["vector_index"],
                 "vector_available": False, "note": note}
 
     def _plan(self, session_id, prompt, events):
@@ -529,7 +515,7 @@ class LongTermMemory:
         if self.planner is None:
             return {**fallback, "source": "prompt"}
         payload = {"session_id": session_id, "prompt": truncate_text(prompt, limit),
-                   "tags": self.store.memory_tags(self.workspace, session_id)}
+                   "tags": self.store.long_term.tags(self.workspace, session_id)}
         try:
             plan, attempts = self._run(self.planner, payload, _check_plan)
         except _StepFailed as failure:
@@ -555,7 +541,7 @@ class LongTermMemory:
                  ("substring", {"query": query, "match": "substring", "tags": tags})] if query else []
         tries += [("tags", {"tags": tags})] if tags else []
         for source, criteria in [*tries, ("all", {})]:
-            found = self.store.memory_candidates(self.workspace, scope, session_id,
+            found = self.store.long_term.candidates(self.workspace, scope, session_id,
                                                  limit=self.settings["candidates_per_scope"], **criteria)
             if found:
                 return found, source
@@ -620,11 +606,11 @@ class LongTermMemory:
     def records(self, scope=None, session_id=None):
         """The workspace's records, newest change first, optionally of one scope and/or session."""
         scope = _named_scope(scope) if scope is not None else None
-        return self.store.memory_records(self.workspace, scope=scope, session_id=session_id)
+        return self.store.long_term.list(self.workspace, scope=scope, session_id=session_id)
 
     def get_record(self, record_id):
         """The record, or None."""
-        return self.store.memory_record(self.workspace, _check_record_id(record_id))
+        return self.store.long_term.get(self.workspace, _check_record_id(record_id))
 
     def add_record(self, summary="", *, scope=None, session_id=None, body=None, tags=(), importance=None,
                    provenance=None):
@@ -639,7 +625,7 @@ class LongTermMemory:
         if provenance is not None and (not isinstance(provenance, dict) or _strict_json(provenance) is not provenance):
             raise InvalidInputError(f"provenance must be a dict of JSON values, got {provenance!r}")
         record = self._record(memory, memory["session_id"], {"source": "manual", **(provenance or {})})
-        return self.store.insert_memory_records(self.workspace, [record])[0]
+        return self.store.long_term.insert(self.workspace, [record])[0]
 
     def update_record(self, record_id, **fields):
         """Change ``EDITABLE_FIELDS`` of a record (checked as in ``add_record``); returns it."""
@@ -654,11 +640,11 @@ class LongTermMemory:
             merged["session_id"] = None  # moving a session memory to global frees it from its session
         memory = self._checked(merged)
         stored = {**memory, "kind": memory["scope"].lower()}
-        return self.store.update_memory_record(self.workspace, current["id"], stored)
+        return self.store.long_term.update(self.workspace, current["id"], stored)
 
     def delete_record(self, record_id):
         """Remove a record; True when it existed."""
-        return self.store.delete_memory_record(self.workspace, _check_record_id(record_id))
+        return self.store.long_term.delete(self.workspace, _check_record_id(record_id))
 
     def _checked(self, fields):
         """The normalized fields of a record written by a person, or InvalidInputError saying what is wrong."""
@@ -674,7 +660,7 @@ class LongTermMemory:
         extra = sorted(set(body or {}) - set(schema)) if schema else []
         if extra:
             raise InvalidInputError(f"body keys {extra} are not in body_schema ({', '.join(schema)})")
-        importance = _check_fraction(fields["importance"], "importance")
+        importance = check_number(fields["importance"], "importance", 0, 1)
         if not isinstance(fields["summary"], str) or not isinstance(fields["tags"], (list, tuple, str)):
             raise InvalidInputError("summary must be a string and tags a list of strings")
         memory, _ = normalize_memory({**fields, "scope": scope}, body_schema=schema, default_importance=importance)

@@ -11,7 +11,7 @@ into failure diagnostics and a deterministic fallback, never a crash.
 import json
 import re
 
-from .errors import MemoryLabError
+from .errors import ModelOutputError
 from .llm import check_request, complete, redact_secrets
 from .tokens import compact_json
 
@@ -42,10 +42,6 @@ RERANK_INSTRUCTIONS = (
 
 _FENCE = re.compile(r"```[\w-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _decoder = json.JSONDecoder()
-
-
-class ModelOutputError(MemoryLabError, ValueError):
-    """A model answered, but not with the JSON object a memory step needs."""
 
 
 def _json_values(text):

@@ -21,11 +21,12 @@ import warnings
 from .compaction import MIN_TARGET_SUMMARY_TOKENS, build_summary_prompt, check_summary_template, render_transcript
 from .errors import InvalidInputError, MemoryLabError, NotFoundError, NothingToSummarizeError
 from .identity import current_identity, normalize_memory_key, parse_memory_key
-from .messages import (check_identifier, check_page, message_text, normalize_message, to_openai, to_utc_iso,
-                       utc_now_iso)
+from .messages import message_text, normalize_message, to_openai, to_utc_iso, utc_now_iso
 from .overlays import apply_overlays, is_summary_message
 from .session import Session
-from .store.manager import ANY_STATUS
+from .shapes import MemoryRows
+from .store import ANY_STATUS
+from .validation import check_identifier, check_integer, check_page
 
 IN_PROGRESS = "in_progress"
 """The status of a memory nobody has marked: stored as None, and accepted by ``set_status`` and ``list``."""
@@ -95,12 +96,6 @@ def check_status(status):
     return status
 
 
-def _check_positive(value, name):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
-    return value
-
-
 def summary_template(prompt):
     """The compaction template for a summary prompt: None for the default four-section one, the prompt
     itself when it places ``{transcript}``, else the prompt as an instruction followed by the messages."""
@@ -130,9 +125,9 @@ class Memory:
         self.agent_id = check_identifier(agent_id, "agent id")
         self.tenant_id = check_identifier(tenant_id, "tenant id")
         self.memory_key = None if memory_key is None else normalize_memory_key(memory_key)
-        self.max_turns = None if max_turns is None else _check_positive(max_turns, "max_turns")
-        self.max_tokens = None if max_tokens is None else _check_positive(max_tokens, "max_tokens")
-        self.summarize_after = None if summarize_after is None else _check_positive(summarize_after, "summarize_after")
+        self.max_turns = check_integer(max_turns, "max_turns", minimum=1, optional=True)
+        self.max_tokens = check_integer(max_tokens, "max_tokens", minimum=1, optional=True)
+        self.summarize_after = check_integer(summarize_after, "summarize_after", minimum=1, optional=True)
         check_summary_template(summary_template(summarize_prompt))
         self.summarize_prompt = summarize_prompt
         if summarize_model is not None and not isinstance(summarize_model, str):
@@ -221,7 +216,7 @@ class Memory:
         would show in ``list`` with nobody having spoken."""
         status = check_status(status)
         session = self._required(key, ": append a message first")
-        self.store.set_session_status(session.pk, status, utc_now_iso())
+        session.storage.set_status(status, utc_now_iso())
         return status
 
     def clear(self, key=None):
@@ -229,8 +224,8 @@ class Memory:
         session = self._existing(key)
         if session is None:
             return 0
-        count = self.store.message_count(session.pk)
-        self.store.delete_session(session.pk)
+        count = session.storage.count()
+        session.storage.delete()
         return count
 
     # -- reading --------------------------------------------------------------------------------
@@ -262,7 +257,7 @@ class Memory:
 
     def get_recent(self, n, key=None):
         """The stored messages of the last ``n`` turns (summaries do not hide them)."""
-        _check_positive(n, "n")
+        check_integer(n, "n", minimum=1)
         session = self._existing(key)
         if session is None:
             return []
@@ -286,7 +281,7 @@ class Memory:
             "entities": [{"type": entity_type, "value": entity_value}] if entity_type else [],
             "summary": message_text(history[0]) if history and is_summary_message(history[0]) else None,
             "metadata": dict(info["metadata"], created_at=info["created_at"], updated_at=info["updated_at"],
-                             status=self.store.session_status(session.pk)),
+                             status=session.storage.status()),
             "total_turns": len(split_turns(path)),
             "total_tokens": sum(message["tokens"] for message in path),
         }
@@ -304,7 +299,7 @@ class Memory:
         check_page(limit, offset, MAX_LIST_LIMIT)
         if date_field not in DATE_FIELDS:
             raise InvalidInputError(f"date_field must be one of {', '.join(DATE_FIELDS)}, got {date_field!r}")
-        rows = self.store.list_memories(
+        rows = self.store.agents.memories(
             self.tenant_id, self.agent_id,
             interaction_before=None if last_interaction_before is None else to_utc_iso(
                 last_interaction_before, "last_interaction_before"),
@@ -312,7 +307,7 @@ class Memory:
             date_from=None if date_from is None else to_utc_iso(date_from, "date_from"),
             date_field=date_field, limit=limit, offset=offset,
         )
-        return [_list_row(row) for row in rows]
+        return MemoryRows(_list_row(row) for row in rows)
 
     # -- summaries ------------------------------------------------------------------------------
 

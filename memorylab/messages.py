@@ -10,9 +10,9 @@ import uuid
 from datetime import datetime, timezone
 
 from .errors import InvalidInputError, InvalidMessageError
+from .validation import check_identifier
 
 ROLES = ("user", "assistant", "system", "tool")
-MAX_ID_LENGTH = 200
 
 
 def new_message_id():
@@ -55,27 +55,6 @@ def message_text(message):
     return "\n".join(
         p.get("text") or "" for p in message.get("parts") or () if p.get("type") == "text"
     )
-
-
-def check_identifier(value, what, error=InvalidInputError):
-    """Ids and labels are non-empty strings without control characters, at most 200 characters."""
-    if not isinstance(value, str) or not value.strip():
-        raise error(f"{what} must be a non-empty string, got {value!r}")
-    if len(value) > MAX_ID_LENGTH:
-        raise error(f"{what} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise error(f"{what} {value!r} contains control characters")
-    if not value.isascii() and any("\ud800" <= c <= "\udfff" for c in value):
-        raise error(f"{what} {value!r} contains an unpaired surrogate and cannot be stored as UTF-8")
-    return value
-
-
-def check_page(limit, offset, max_limit):
-    """``limit`` an integer from 1 to ``max_limit`` and ``offset`` a non-negative integer."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= max_limit:
-        raise InvalidInputError(f"limit must be an integer from 1 to {max_limit}, got {limit!r}")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidInputError(f"offset must be a non-negative integer, got {offset!r}")
 
 
 def _check_text(value, where):

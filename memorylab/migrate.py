@@ -14,7 +14,13 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ConflictError, InvalidInputError, MemoryLabError, NotFoundError
+from .errors import (
+    ConflictError,
+    InvalidInputError,
+    MemoryLabError,
+    MigrationError,
+    NotFoundError,
+)
 from .io import export_session
 from .session import Session
 from .store import ALL_TENANTS, Store, is_postgres_url
@@ -47,15 +53,6 @@ def _count(n, table):
 
 def _counts(counts, always=()):
     return ", ".join(_count(counts[t], t) for t in NOUNS if counts[t] or t in always)
-
-
-class MigrationError(MemoryLabError):
-    """The copy did not verify; it was rolled back. ``report`` says what differed."""
-
-    def __init__(self, report):
-        super().__init__(f"verification failed, nothing was written to {report.target}: "
-                         + "; ".join(report.mismatches))
-        self.report = report
 
 
 @dataclass(frozen=True)
@@ -105,7 +102,7 @@ def copy_store(source, target, *, progress=None, batch=BATCH):
             progress = progress or _silent
             with source.snapshot(), target.transaction():
                 _refuse_rows(target)
-                totals = source.table_counts()
+                totals = source.bulk.counts()
                 digests, probe = _copy_rows(source, target, totals, progress, batch)
                 report = _verify(source, target, totals, digests, probe, progress)
                 if not report.ok:
@@ -139,7 +136,7 @@ def _open(stack, store, *, must_exist=False):
 
 
 def _refuse_rows(target):
-    held = target.table_counts()
+    held = target.bulk.counts()
     if any(held.values()):
         raise ConflictError(f"{target.path} already holds {_counts(held)}; migrate into an empty store "
                             "(a new file, or a new PostgreSQL database or schema)")
@@ -155,9 +152,9 @@ def _copy_rows(source, target, totals, progress, batch):
     digests, probe = {}, None
     for table, (key, _) in TABLES.items():
         digest = copied = 0
-        for rows in source.table_rows(table, batch):
+        for rows in source.bulk.rows(table, batch):
             try:
-                written = target.insert_rows(table, rows)
+                written = target.bulk.insert(table, rows)
             except InvalidInputError as error:
                 raise InvalidInputError(f"cannot copy {table} into {target.path}: {error}") from None
             digest += _rows_digest(written)
@@ -168,7 +165,7 @@ def _copy_rows(source, target, totals, progress, batch):
         if not copied:
             progress(table, 0, 0)
         if len(key) == 1:
-            target.advance_identity(table, key[0])
+            target.bulk.advance_identity(table, key[0])
         digests[table] = digest
     return digests, probe
 
@@ -199,14 +196,14 @@ def _session_checksum(store, info):
 
 def _verify(source, target, totals, digests, probe, progress):
     mismatches = []
-    target_totals = target.table_counts()
+    target_totals = target.bulk.counts()
     for table in TABLES:
         if target_totals[table] != totals[table]:
             mismatches.append(f"{table}: {totals[table]:,} rows in the source, {target_totals[table]:,} in the target")
-        elif sum(_rows_digest(rows) for rows in target.table_rows(table)) != digests[table]:
+        elif sum(_rows_digest(rows) for rows in target.bulk.rows(table)) != digests[table]:
             mismatches.append(f"{table}: the target's rows differ from the rows copied")
 
-    sessions = source.list_sessions()
+    sessions = source.sessions.list()
     differing = []
     for done, info in enumerate(sessions, 1):
         try:
@@ -226,7 +223,7 @@ def _verify(source, target, totals, digests, probe, progress):
         session_pk, message_id, word = probe
         # The probe's session key picks one session of whichever tenant holds it.
         hits = target.search(word, tenant_id=ALL_TENANTS, session_pk=session_pk,
-                             limit=max(1, target.message_count(session_pk)))
+                             limit=max(1, target.sessions.storage(session_pk).count()))
         if message_id not in {hit["id"] for hit in hits}:
             mismatches.append(f"searching the target for {word!r} does not find message {message_id!r}")
 

@@ -10,6 +10,7 @@ import html
 from .context.providers import TAGS
 from .context.render import usage_percent
 from .tokens import compact_json
+from .validation import is_integer
 
 # Wrapped and scrollable: a rendered prompt has long lines and can run to hundreds of them.
 PROMPT_STYLE = ("white-space:pre-wrap;max-height:32em;overflow:auto;background:#f8fafc;padding:8px;"
@@ -21,7 +22,7 @@ def _text(value):
     JSON, None as nothing."""
     if value is None:
         return ""
-    if isinstance(value, int) and not isinstance(value, bool):
+    if is_integer(value):
         return f"{value:,}"
     if isinstance(value, (dict, list, tuple)):
         return html.escape(compact_json(value))

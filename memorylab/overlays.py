@@ -5,6 +5,7 @@ ends are on it, so a summary made on one branch never shows on a sibling branch 
 the start. When several overlays start at the same message the newest wins: that is how a growing
 summary supersedes the previous one. The covered messages stay stored; only the read changes.
 """
+from .shapes import Messages
 from .tokens import estimate_message_tokens
 
 SUMMARY_ID_PREFIX = "compaction_"
@@ -51,8 +52,8 @@ def apply_overlays(path, overlays):
     """``path`` with each visible overlay's range replaced by its summary message."""
     chosen = visible_overlays(path, overlays)
     if not chosen:
-        return list(path)
-    result, i = [], 0
+        return Messages(path)
+    result, i = Messages(), 0
     while i < len(path):
         if i in chosen:
             overlay, end = chosen[i]

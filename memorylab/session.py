@@ -5,7 +5,6 @@ Every message has a parent; appending under a message that already has children 
 All storage goes through ``Store``; this module holds the tree semantics.
 """
 import logging
-import math
 import uuid
 import warnings
 
@@ -13,11 +12,12 @@ from .compaction import CompactionContext
 from .context import ContextBlocks, build_tools
 from .context.blocks import StoredPromptProvider
 from .errors import InvalidInputError, InvalidMessageError, NotFoundError
-from .messages import check_identifier, is_tool_part, normalize_message, utc_now_iso
+from .messages import is_tool_part, normalize_message, utc_now_iso
 from .overlays import apply_overlays, visible_overlays
 from .store import LATEST_LEAF
 from .tokens import estimate_message_tokens, estimate_string_tokens
 from .truncation import ROW_SIZE_LIMIT_BYTES, enforce_row_size_limit
+from .validation import check_identifier, check_integer, is_number
 
 COMPACTION_STATUS_KEY = "memorylab.compaction"
 # After an automatic compaction found nothing to do, wait until the history has grown this much
@@ -30,9 +30,7 @@ logger = logging.getLogger(__name__)
 def _finite_count(value):
     """A custom token counter's answer as a count: NaN, infinity or a non-number counts as 0, so a
     broken counter never pushes the context over a threshold."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return 0
-    return value
+    return value if is_number(value) else 0
 
 
 def _context_tokens(context):
@@ -50,6 +48,7 @@ class Session:
         self.tenant_id = check_identifier(tenant_id, "tenant id")
         self.agent_id = check_identifier(agent_id, "agent id")
         self._pk = None
+        self._storage = None
         self.context = ContextBlocks(self)
         self.row_size_limit = ROW_SIZE_LIMIT_BYTES
         self._compact_function = None
@@ -63,14 +62,14 @@ class Session:
         """Open the session, creating it when it does not exist (``session_id=None`` makes a new id)."""
         session_id = f"session-{uuid.uuid4().hex[:12]}" if session_id is None else session_id
         session = cls(store, session_id, tenant_id=tenant_id, agent_id=agent_id)
-        session._pk = store.ensure_session(session.tenant_id, session.agent_id, session.session_id, metadata)
+        session._pk = store.sessions.ensure(session.tenant_id, session.agent_id, session.session_id, metadata)
         return session
 
     @classmethod
     def open(cls, store, session_id, *, tenant_id="default", agent_id="default"):
         """Open an existing session; NotFoundError when there is none with that id."""
         session = cls(store, session_id, tenant_id=tenant_id, agent_id=agent_id)
-        session._pk = store.find_session(session.tenant_id, session.agent_id, session.session_id)
+        session._pk = store.sessions.find(session.tenant_id, session.agent_id, session.session_id)
         if session._pk is None:
             raise NotFoundError(
                 f"no session {session_id!r} for agent {agent_id!r} (tenant {tenant_id!r})"
@@ -90,16 +89,23 @@ class Session:
     def pk(self):
         """The store's key for this session (created on first use)."""
         if self._pk is None:
-            self._pk = self.store.ensure_session(self.tenant_id, self.agent_id, self.session_id)
+            self._pk = self.store.sessions.ensure(self.tenant_id, self.agent_id, self.session_id)
         return self._pk
+
+    @property
+    def storage(self):
+        """This session's ``SessionStorage``: every read and write of its rows goes through it."""
+        if self._storage is None:
+            self._storage = self.store.sessions.storage(self.pk)
+        return self._storage
 
     @property
     def info(self):
         """Session id, namespace, timestamps and metadata as a plain dict."""
-        return self.store.session_info(self.pk)
+        return self.storage.info()
 
     def set_metadata(self, metadata):
-        self.store.set_session_metadata(self.pk, dict(metadata))
+        self.storage.set_metadata(dict(metadata))
 
     # -- builder -----------------------------------------------------------------------------
 
@@ -115,9 +121,7 @@ class Session:
 
     def with_row_size_limit(self, max_bytes):
         """Shrink messages over ``max_bytes`` (compact JSON, UTF-8) before they are stored."""
-        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1024:
-            raise InvalidInputError(f"row size limit must be an integer of at least 1024 bytes, got {max_bytes!r}")
-        self.row_size_limit = max_bytes
+        self.row_size_limit = check_integer(max_bytes, "row size limit in bytes", minimum=1024)
         return self
 
     def on_compaction(self, compact_function):
@@ -129,9 +133,7 @@ class Session:
 
     def compact_after(self, threshold, *, token_counter=None):
         """Compact after an append when history plus system prompt is estimated strictly over ``threshold``."""
-        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold <= 0:
-            raise InvalidInputError(f"compact_after threshold must be a positive integer, got {threshold!r}")
-        self._compact_threshold = threshold
+        self._compact_threshold = check_integer(threshold, "compact_after threshold", minimum=1)
         self._compact_token_counter = token_counter
         return self
 
@@ -231,7 +233,7 @@ class Session:
         self._name_tool_results(message, parent_id)
         message = enforce_row_size_limit(message, self.row_size_limit)
         message["tokens"] = estimate_message_tokens([message])
-        stored = self.store.append_message(self.pk, message, parent_id)
+        stored = self.storage.append(message, parent_id)
         if self._compact_threshold is not None:
             self._maybe_auto_compact(stored["id"])
         return stored
@@ -267,23 +269,23 @@ class Session:
         message = normalize_message({"created_at": original["created_at"], **message})
         message = enforce_row_size_limit(message, self.row_size_limit)
         message["tokens"] = estimate_message_tokens([message])
-        return self.store.update_message(self.pk, message)
+        return self.storage.update(message)
 
     def delete_messages(self, message_ids):
         """Remove messages; their children move up to the removed message's parent. Returns the count."""
         if isinstance(message_ids, str):
             message_ids = [message_ids]
-        return self.store.delete_messages(self.pk, list(message_ids))
+        return self.storage.delete_messages(list(message_ids))
 
     def clear_messages(self):
         """Remove every message and overlay of this session and deactivate its skills (the skills a
         conversation loaded belong to it); its blocks and metadata stay."""
-        return self.store.clear_messages(self.pk)
+        return self.storage.clear()
 
     # -- reading -----------------------------------------------------------------------------
 
     def get_message(self, message_id):
-        return self.store.get_message(self.pk, message_id)
+        return self.storage.get(message_id)
 
     def get_latest_leaf(self):
         """The newest message without children, or None for an empty session."""
@@ -292,23 +294,23 @@ class Session:
 
     def get_latest_leaf_id(self):
         """The id of ``get_latest_leaf()``, read without loading the message (where appends go)."""
-        return self.store.latest_leaf_id(self.pk)
+        return self.storage.latest_leaf_id()
 
     def get_child_counts(self):
         """{message id: children} for every message with children (one query, for tables and trees)."""
-        return self.store.child_counts(self.pk)
+        return self.storage.child_counts()
 
     def get_leaf_for(self, message_id):
         """The newest leaf whose path goes through ``message_id``: the branch to open to show it."""
-        return self.store.newest_leaf_under(self.pk, message_id)
+        return self.storage.newest_leaf_under(message_id)
 
     def get_leaves(self):
         """Every leaf (one per branch), newest first."""
-        return self.store.leaves(self.pk)
+        return self.storage.leaves()
 
     def get_branches(self, message_id):
         """The children of a message, oldest first: more than one means the conversation forked here."""
-        return self.store.children(self.pk, message_id)
+        return self.storage.children(message_id)
 
     def get_history(self, leaf_id=None, *, apply_compactions=True):
         """Root-to-leaf path of ``leaf_id`` (default: the latest leaf) with overlays applied.
@@ -316,19 +318,19 @@ class Session:
         An unknown leaf gives ``[]``. ``apply_compactions=False`` returns the stored originals.
         """
         if leaf_id is None:
-            leaf_id = self.store.latest_leaf_id(self.pk)
+            leaf_id = self.storage.latest_leaf_id()
             if leaf_id is None:
                 return []
         with self.store.snapshot():
-            path = self.store.get_path(self.pk, leaf_id)
+            path = self.storage.path(leaf_id)
             if not apply_compactions or not path:
                 return path
-            return apply_overlays(path, self.store.compactions(self.pk))
+            return apply_overlays(path, self.storage.overlays())
 
     def get_path_length(self, leaf_id=None):
         """Number of stored messages from the root to ``leaf_id`` (overlays not applied)."""
-        leaf_id = leaf_id or self.store.latest_leaf_id(self.pk)
-        return self.store.path_stats(self.pk, leaf_id)[0] if leaf_id else 0
+        leaf_id = leaf_id or self.storage.latest_leaf_id()
+        return self.storage.path_stats(leaf_id)[0] if leaf_id else 0
 
     def get_history_tokens(self, leaf_id=None):
         """Estimated tokens of what ``get_history`` returns: a sum of stored per-message estimates."""
@@ -336,32 +338,32 @@ class Session:
 
     def get_all_messages(self):
         """Every message of every branch, parents before children (for trees and exports)."""
-        return self.store.all_messages(self.pk)
+        return self.storage.all()
 
     def search(self, query, limit=20):
         """Full-text search over this session's text parts, best match first; never raises on syntax."""
-        return self.store.search(query, tenant_id=self.tenant_id, limit=limit, session_pk=self.pk)
+        return self.storage.search(query, tenant_id=self.tenant_id, limit=limit)
 
     # -- overlays ----------------------------------------------------------------------------
 
     def add_compaction(self, summary, from_id, to_id, *, metadata=None):
         """Record a summary covering ``from_id .. to_id`` (inclusive) on one branch. Returns the overlay."""
-        return self.store.add_compaction(self.pk, summary, from_id, to_id, metadata)
+        return self.storage.add_overlay(summary, from_id, to_id, metadata)
 
     def get_compactions(self):
         """Every overlay of the session, oldest first, including superseded ones."""
-        return self.store.compactions(self.pk)
+        return self.storage.overlays()
 
     def remove_compaction(self, overlay_id):
         """Undo an overlay; the messages it covered show again on read."""
-        self.store.delete_compaction(self.pk, overlay_id)
+        self.storage.delete_overlay(overlay_id)
 
     # -- compaction ----------------------------------------------------------------------------
 
     def compaction_context(self, leaf_id=None, *, token_counter=None):
         """The ``CompactionContext`` of the branch ending at ``leaf_id`` (default: the latest leaf):
         what a request would send, as token counters and compact functions receive it."""
-        leaf_id = leaf_id or self.store.latest_leaf_id(self.pk)
+        leaf_id = leaf_id or self.storage.latest_leaf_id()
         return CompactionContext(
             self.get_history(leaf_id) if leaf_id else [], system_prompt=self.context.current_prompt(),
             blocks=self.get_context_blocks(), leaf_id=leaf_id,
@@ -382,7 +384,7 @@ class Session:
         """
         if self._compact_function is None:
             raise InvalidInputError("no compaction function: register one with on_compaction(...)")
-        leaf_id = leaf_id or self.store.latest_leaf_id(self.pk)
+        leaf_id = leaf_id or self.storage.latest_leaf_id()
         if leaf_id is None or self.get_message(leaf_id) is None:
             raise NotFoundError(f"no message {leaf_id!r} to compact up to")
         return self._compact(self.compaction_context(leaf_id))
@@ -408,14 +410,14 @@ class Session:
 
     def _write_overlay(self, summary, from_id, to_id, leaf_id, metadata):
         """Add the overlay (extended back to the oldest visible one), re-render the prompt, record it."""
-        path = self.store.get_path(self.pk, leaf_id)
+        path = self.storage.path(leaf_id)
         position = {m["id"]: i for i, m in enumerate(path)}
         start, end = position.get(from_id), position.get(to_id)
         if start is None or end is None or start > end:
             raise InvalidMessageError(
                 f"compaction range {from_id!r}..{to_id!r} is not on the branch ending at {leaf_id!r}"
             )
-        start = min([start, *visible_overlays(path, self.store.compactions(self.pk))])
+        start = min([start, *visible_overlays(path, self.storage.overlays())])
         overlay = self.add_compaction(summary.strip(), path[start]["id"], to_id, metadata=metadata)
         self.refresh_system_prompt()
         self._record_compaction_status("compacted", f"overlay {overlay['id']} covers {path[start]['id']}..{to_id}",
@@ -473,10 +475,10 @@ class Session:
         """Counts for a quick overview: messages, branches, overlays, latest path length and tokens."""
         leaves = self.get_leaves()
         latest = leaves[0]["id"] if leaves else None
-        length, tokens = self.store.path_stats(self.pk, latest) if latest else (0, 0)
+        length, tokens = self.storage.path_stats(latest) if latest else (0, 0)
         return {
             "session_id": self.session_id,
-            "messages": self.store.message_count(self.pk),
+            "messages": self.storage.count(),
             "branches": len(leaves),
             "compactions": len(self.get_compactions()),
             "latest_path_length": length,

@@ -7,9 +7,11 @@ marker saying how much went, so neither the model nor a reader mistakes a cut fo
 """
 import json
 
-from .errors import InvalidInputError, InvalidMessageError
+from .errors import InvalidMessageError
 from .messages import is_tool_part
 from .tokens import compact_json, estimate_message_tokens
+from .validation import check_counts
+from .shapes import Messages
 
 ROW_SIZE_LIMIT_BYTES = 1_800_000
 ROW_PREVIEW_CHARS = 2000
@@ -18,13 +20,6 @@ MIN_ITEM_PREVIEW_CHARS = 20
 MIN_OBJECT_ENTRY_CHARS = len('"":0,')
 # The quotes and the comma around the "... [N more items]" string inside a cut list.
 LIST_MARKER_OVERHEAD = len('"",')
-
-
-def require_non_negative_ints(**settings):
-    """InvalidInputError naming the first setting that is not a non-negative integer."""
-    for name, value in settings.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise InvalidInputError(f"{name} must be a non-negative integer, got {value!r}")
 
 
 def truncate_text(text, max_chars):
@@ -149,13 +144,11 @@ def truncate_older_messages(messages, *, keep_recent=4, max_tool_output_chars=50
     objects as in the input. Tool inputs are left alone (the model needs to see what it asked for).
     A cut message gets a fresh ``tokens`` estimate where it carried one.
     """
-    require_non_negative_ints(
-        keep_recent=keep_recent, max_tool_output_chars=max_tool_output_chars, max_text_chars=max_text_chars
-    )
+    check_counts(keep_recent=keep_recent, max_tool_output_chars=max_tool_output_chars, max_text_chars=max_text_chars)
     older = max(len(messages) - keep_recent, 0)
-    return [
+    return Messages([
         _truncate_message(message, max_tool_output_chars, max_text_chars) for message in messages[:older]
-    ] + list(messages[older:])
+    ] + list(messages[older:]))
 
 
 def _truncate_message(message, max_tool_output_chars, max_text_chars):

@@ -15,6 +15,7 @@ import yaml
 
 from .errors import ImportFormatError, InvalidInputError, InvalidMessageError
 from .truncation import longest_fitting
+from .validation import check_integer
 
 SIMPLE_CUT = "simple_cut"
 STATE_FIELDS = ("full_context", "context_window", "memo", "max_length", "auto_resize")
@@ -97,12 +98,6 @@ def _check_json(value, where):
         raise InvalidInputError(f"{where} must be JSON-serializable: {error}") from None
 
 
-def _check_max_length(value):
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise InvalidInputError(f"max_length must be a positive integer, got {value!r}")
-    return value
-
-
 class _ExportDumper(yaml.SafeDumper):
     """YAML for exports: strings holding a line break that YAML folds are written double-quoted,
     the one style that escapes them, so they come back as they went."""
@@ -159,7 +154,7 @@ class ContextWindow:
 
     @max_length.setter
     def max_length(self, value):
-        self._max_length = _check_max_length(value)
+        self._max_length = check_integer(value, "max_length", minimum=1)
 
     @property
     def full_context(self):

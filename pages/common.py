@@ -7,7 +7,6 @@ its own.
 """
 import json
 import os
-import sqlite3
 from urllib.parse import parse_qsl, urlsplit
 
 import streamlit as st
@@ -33,7 +32,7 @@ def _open_store(target):
     """One Store per database for the whole server. A new SQLite file gets the sample data; a
     PostgreSQL database is shared, so it only gets them when asked."""
     store = Store(target)
-    if not is_postgres_url(target) and not store.list_sessions():
+    if not is_postgres_url(target) and not store.sessions.list():
         load_samples(store)
     return store
 
@@ -61,7 +60,7 @@ def _database_picker(store):
             return
         try:
             _open_store(typed)
-        except (MemoryLabError, OSError, sqlite3.DatabaseError) as error:
+        except MemoryLabError as error:
             st.error(f"Could not open it, so the current database stays open: {error}")
             return
         st.session_state["database"] = typed
@@ -92,7 +91,7 @@ def select_leaf(leaf_id):
 
 
 def _session_picker(store):
-    rows = store.list_sessions()
+    rows = store.sessions.list()
     if not rows:
         st.sidebar.info("No sessions yet.")
         return None

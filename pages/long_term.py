@@ -1,9 +1,8 @@
 import json
 
-import pandas as pd
 import streamlit as st
 
-from memorylab import MemoryLabError, Session
+from memorylab import MemoryLabError, Session, to_dataframe
 from memorylab.longterm import LongTermMemory
 from memorylab.samples import LONGTERM_WORKSPACE
 from pages.common import completion_settings, escape_markdown, open_in_tree, setup_page
@@ -32,15 +31,14 @@ with records_tab:
     if not records:
         st.info("No records here yet. They appear after chat turns when the chat uses long-term memory, "
                 "or add one by hand.")
-    table = pd.DataFrame([{
-        "id": r["id"], "scope": r["scope"], "session": r["session_id"] or "", "summary": r["summary"],
-        "tags": ", ".join(r["tags"]), "importance": r["importance"],
-        "source": ", ".join(r["provenance"].get("message_ids", [])) or r["provenance"].get("source", ""),
-        "updated": r["updated_at"],
-    } for r in records])
-    event = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
-                         key="ltm_table", column_config={
-                             "importance": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f")})
+    table = to_dataframe(records)
+    table["provenance"] = [", ".join(p.get("message_ids", [])) or p.get("source", "") for p in table["provenance"]]
+    event = st.dataframe(
+        table.drop(columns=["body", "created_at"]), hide_index=True, width="stretch", on_select="rerun",
+        selection_mode="single-row", key="ltm_table", column_config={
+            "session_id": "session", "tags": st.column_config.ListColumn("tags"),
+            "importance": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f"),
+            "provenance": "source", "updated_at": st.column_config.DatetimeColumn("updated")})
     chosen = records[event.selection.rows[0]] if records and event and event.selection.rows else None
     if chosen:
         st.markdown(f"**Record {chosen['id']}** · {chosen['scope']}")
@@ -48,7 +46,7 @@ with records_tab:
                 expanded=False)
         message_ids = chosen["provenance"].get("message_ids") or []
         if chosen["session_id"] and message_ids:
-            source = [r for r in store.list_sessions() if r["session_id"] == chosen["session_id"]]
+            source = [r for r in store.sessions.list() if r["session_id"] == chosen["session_id"]]
             if source and st.button(f"Open the source message {message_ids[0]} in the tree"):
                 ref = (source[0]["tenant_id"], source[0]["agent_id"], chosen["session_id"])
                 open_in_tree(ref, message_ids[0], Session.open(store, ref[2], tenant_id=ref[0], agent_id=ref[1]))
@@ -70,7 +68,7 @@ with records_tab:
 with retrieval_tab:
     prompt = st.text_area("Prompt", "Where is my refund for A-4471, and how will you contact me?", height=80,
                           key="ltm_prompt")
-    session_ids = [r["session_id"] for r in store.list_sessions()]
+    session_ids = [r["session_id"] for r in store.sessions.list()]
     default = session_ids.index(session.session_id) if session and session.session_id in session_ids else 0
     target = st.selectbox("As session", session_ids, index=default, key="ltm_target")
     use_model = st.checkbox(f"Plan and rerank with the model ({st.session_state['model']})", key="ltm_use_model",
@@ -101,7 +99,7 @@ with retrieval_tab:
         st.code(result["rendered"] or "(nothing)", language=None, wrap_lines=True)
         events = diagnostics.get("events", [])
         if events:
-            st.dataframe(pd.DataFrame([{"code": e.get("code"), "details": json.dumps(
+            st.dataframe(to_dataframe([{"code": e.get("code"), "details": json.dumps(
                 {k: v for k, v in e.items() if k != "code"}, ensure_ascii=False)} for e in events]),
                 hide_index=True, width="stretch")
         with st.expander("All diagnostics"):
@@ -112,7 +110,7 @@ with add_tab:
         summary = st.text_input("Summary")
         columns = st.columns(3)
         new_scope = columns[0].selectbox("Scope", ["GLOBAL_MEMORY", "SESSION_MEMORY"])
-        new_session = columns[1].selectbox("Session (for SESSION_MEMORY)", [r["session_id"] for r in store.list_sessions()])
+        new_session = columns[1].selectbox("Session (for SESSION_MEMORY)", [r["session_id"] for r in store.sessions.list()])
         importance = columns[2].slider("Importance", 0.0, 1.0, 0.5)
         tags = st.text_input("Tags (comma-separated)")
         if st.form_submit_button("Add record", type="primary"):

@@ -1,19 +1,25 @@
 import datetime as dt
 import json
 
-import pandas as pd
 import streamlit as st
 
-from memorylab import KVStore, Memory, MemoryAdmin, MemoryLabError, identify
+from memorylab import KVStore, Memory, MemoryAdmin, MemoryLabError, identify, to_dataframe
 from memorylab.kv import kv_namespaces
 from pages.common import completion_settings, link_to, select_session, setup_page
+
+MEMORY_TABLE = {
+    "id": st.column_config.TextColumn("memory key"), "entity_type": "entity", "entity_value": "value",
+    "updated_at": st.column_config.DatetimeColumn("updated"), "message_count": "messages",
+    "last_role": "spoke last", "last_message": st.column_config.TextColumn("last message", max_chars=120),
+    "summary": st.column_config.TextColumn(max_chars=120),
+}
 
 store, session = setup_page("Sessions and memory")
 st.title("Sessions and memory")
 st.caption("The memory manager's view: one memory per person or channel (a memory key is a session), "
            "with statuses and summaries; the KV store beside it; and admin access across agents.")
 
-tenants = sorted({row["tenant_id"] for row in store.list_sessions()} | {"default"})
+tenants = sorted({row["tenant_id"] for row in store.sessions.list()} | {"default"})
 tenant = st.selectbox("Tenant", tenants, index=tenants.index("default"), key="memory_tenant")
 admin = MemoryAdmin(store, tenant_id=tenant)
 agents = admin.agents()
@@ -41,15 +47,9 @@ with memories_tab:
         except MemoryLabError as error:
             st.error(str(error))
             rows = []
-        table = pd.DataFrame([{
-            "memory key": r["id"], "entity": r["entity_type"] or "", "value": r["entity_value"] or "",
-            "status": r["status"] or "in progress", "updated": r["updated_at"], "messages": r["message_count"],
-            "spoke last": (r["last_message"] or {}).get("role", ""),
-            "last message": ((r["last_message"] or {}).get("content") or "")[:120],
-            "summary": (r["summary"] or "")[:120],
-        } for r in rows])
+        table = to_dataframe(rows).fillna({"status": "in progress"})
         event = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun",
-                             selection_mode="single-row", key="memory_table")
+                             selection_mode="single-row", key="memory_table", column_config=MEMORY_TABLE)
         chosen = rows[event.selection.rows[0]] if rows and event and event.selection.rows else None
         if chosen:
             key = chosen["id"]
@@ -100,11 +100,14 @@ with kv_tab:
         return f"in {int(left.total_seconds()):,} s"
 
     columns[2].metric("Entries", len(entries))
-    if not entries:
+    if entries:
+        table = to_dataframe(entries)
+        table["value"] = [json.dumps(value, ensure_ascii=False) for value in table["value"]]
+        table.insert(2, "expires", [expires_in(entry) for entry in entries])
+        st.dataframe(table.drop(columns=["expires_at", "created_at"]), hide_index=True, width="stretch",
+                     column_config={"updated_at": st.column_config.DatetimeColumn("updated")})
+    else:
         st.info(f"No live entry in `{namespace}` matches `{pattern}`.")
-    st.dataframe(pd.DataFrame([{"key": e["key"], "value": json.dumps(e["value"], ensure_ascii=False),
-                                "expires": expires_in(e), "updated": e["updated_at"]} for e in entries]),
-                 hide_index=True, width="stretch")
     with st.form("kv_edit"):
         st.markdown("**Add or replace an entry**")
         key = st.text_input("Key")

@@ -6,7 +6,7 @@ from pages.common import escape_markdown, open_in_tree, setup_page
 
 store, session = setup_page("Search")
 st.title("Search")
-st.caption(f"Full-text search ({store.SEARCH_DESCRIPTION}) over every text part. Words match as prefixes; "
+st.caption(f"Full-text search ({store.search_engine.description}) over every text part. Words match as prefixes; "
            "\"quoted words\" match as a phrase. Any text is safe to type.")
 
 query = st.text_input("Search", placeholder="e.g. refund card, \"wrong item\", A-4471", key="search_query")
@@ -27,7 +27,7 @@ hits = store.search(query, tenant_id=ALL_TENANTS if scope == "All tenants" else 
                     session_pk=session.pk if scope == "Selected session" and session else None)
 st.write(f"**{len(hits)}** hit{'s' if len(hits) != 1 else ''}")
 titles = {(r["tenant_id"], r["agent_id"], r["session_id"]): r["metadata"].get("title") or r["session_id"]
-          for r in store.list_sessions()}
+          for r in store.sessions.list()}
 for index, hit in enumerate(hits):
     ref = (hit["tenant_id"], hit["agent_id"], hit["session_id"])
     with st.container(border=True):

@@ -5,7 +5,7 @@ from memorylab import to_dataframe
 from pages.common import link_to, offer_samples, select_session, setup_page
 
 store, session = setup_page("Sessions")
-sessions = store.list_sessions()
+sessions = store.sessions.list()
 
 st.title("Sessions")
 st.caption(f"Every conversation in `{store.path}`, with its branches and stored token estimate. "

@@ -44,7 +44,7 @@ def count_rows(store, table):
 
 def stored_bytes(store):
     """Everything a store holds: its SQLite file with WAL and journal, or every PostgreSQL row as text."""
-    if is_postgres_url(store.url if hasattr(store, "url") else store.path):
+    if is_postgres_url(store.path):
         tables = store._all("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")
         return "\n".join(
             row[0] or "" for (table,) in tables

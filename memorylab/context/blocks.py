@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from ..errors import (BlockBudgetError, ConflictError, InvalidInputError, NotFoundError,
                       ReadOnlyBlockError)
 from ..tokens import estimate_string_tokens
+from ..validation import check_integer
 from .providers import (READONLY, SEARCHABLE, SKILL, WRITABLE, SessionBlockProvider, accepts_keyed_set,
                         provider_kind)
 from .render import render_system_prompt
@@ -28,10 +29,10 @@ class StoredPromptProvider:
         self.session = session
 
     def get(self):
-        return self.session.store.cached_prompt(self.session.pk)
+        return self.session.storage.blocks.cached_prompt()
 
     def set(self, prompt):
-        self.session.store.set_cached_prompt(self.session.pk, prompt)
+        self.session.storage.blocks.set_cached_prompt(prompt)
 
 
 def check_label(label):
@@ -58,11 +59,9 @@ class ContextBlocks:
         check_label(label)
         if not replace and label in self._configs:
             raise ConflictError(f"a block labelled {label!r} exists already; remove it first")
-        if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
-                                       or max_tokens <= 0):
-            raise InvalidInputError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
+        check_integer(max_tokens, "max_tokens", minimum=1, optional=True)
         if provider is None:
-            provider = SessionBlockProvider(self.session.store, self.session.pk, label)
+            provider = SessionBlockProvider(self.session.storage.blocks, label)
         self._configs[label] = BlockConfig(label, description, max_tokens, provider, provider_kind(provider))
         return self.block(label)
 
@@ -98,7 +97,7 @@ class ContextBlocks:
             "kind": config.kind,
         }
         if config.kind == SKILL:
-            block["active_skills"] = self.session.store.active_skills(self.session.pk, label)
+            block["active_skills"] = self.session.storage.blocks.active_skills(label)
         return block
 
     def blocks(self):
@@ -169,14 +168,14 @@ class ContextBlocks:
         body = self._skill_provider(label).load(key)
         if body is None:
             raise NotFoundError(f"skill {key!r} not found in {label!r}")
-        self.session.store.set_skill_active(self.session.pk, label, key, True)
+        self.session.storage.blocks.set_skill_active(label, key, True)
         return body
 
     def deactivate_skill(self, label, key):
         self._skill_provider(label)
-        if key not in self.session.store.active_skills(self.session.pk, label):
+        if key not in self.session.storage.blocks.active_skills(label):
             raise NotFoundError(f"skill {key!r} is not active in {label!r}")
-        self.session.store.set_skill_active(self.session.pk, label, key, False)
+        self.session.storage.blocks.set_skill_active(label, key, False)
 
     # -- the frozen system prompt --------------------------------------------------------------
 

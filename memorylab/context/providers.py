@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from ..errors import InvalidInputError, NotFoundError
-from ..messages import check_identifier
+from ..validation import check_identifier
 
 READONLY, WRITABLE, SEARCHABLE, SKILL = "readonly", "writable", "searchable", "skill"
 TAGS = {READONLY: "readonly", WRITABLE: "writable", SEARCHABLE: "searchable", SKILL: "loadable"}
@@ -70,14 +70,14 @@ class FileProvider:
 class SessionBlockProvider:
     """The default for blocks given no provider: a writable text stored per session in SQLite."""
 
-    def __init__(self, store, session_pk, label):
-        self.store, self.session_pk, self.label = store, session_pk, label
+    def __init__(self, blocks, label):
+        self.blocks, self.label = blocks, label
 
     def get(self):
-        return self.store.block_content(self.session_pk, self.label) or ""
+        return self.blocks.content(self.label) or ""
 
     def set(self, content):
-        self.store.set_block_content(self.session_pk, self.label, content)
+        self.blocks.set_content(self.label, content)
 
 
 class SqliteSearchProvider:
@@ -90,23 +90,23 @@ class SqliteSearchProvider:
         self.limit = limit
 
     def get(self):
-        count = self.store.entry_count(self.tenant_id, self.namespace)
+        count = self.store.entries.count(self.tenant_id, self.namespace)
         return f"{count} {'entry' if count == 1 else 'entries'} indexed."
 
     def search(self, query):
-        hits = self.store.search_entries(self.tenant_id, self.namespace, query, self.limit)
+        hits = self.store.entries.search(self.tenant_id, self.namespace, query, self.limit)
         if not hits:
             return f"No entries match {query!r}."
         return "\n\n".join(f"[{hit['key']}]\n{hit['content']}" for hit in hits)
 
     def set(self, key, content):
-        self.store.put_entry(self.tenant_id, self.namespace, check_identifier(key, "entry key"), content)
+        self.store.entries.put(self.tenant_id, self.namespace, check_identifier(key, "entry key"), content)
 
     def delete(self, key):
-        return self.store.delete_entry(self.tenant_id, self.namespace, key)
+        return self.store.entries.delete(self.tenant_id, self.namespace, key)
 
     def entries(self):
-        return self.store.entries(self.tenant_id, self.namespace)
+        return self.store.entries.list(self.tenant_id, self.namespace)
 
 
 _FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.DOTALL)

@@ -1,29 +1,17 @@
 """Whole tables, row by row: what ``memorylab migrate`` reads from one store and writes into another.
 
-A mixin of ``Store``; it relies on the store's ``transaction``, ``_one`` and ``_all``. ``TABLES``
-names every stored column of every table once, for both backends (their schemas agree column for
-column); what a backend derives itself is left out: PostgreSQL's generated ``tsv`` columns, and
-SQLite's FTS5 tables, which its triggers fill as rows arrive.
+``TABLES`` lists the stored columns of every table as ``schema`` declares them, for both backends;
+what a backend derives itself is not declared as a column and so not copied: PostgreSQL's generated
+``tsv`` columns, and SQLite's FTS5 tables, which its triggers fill as rows arrive.
 """
 import json
 
 from ..messages import message_text
+from . import schema
+from .repository import Repository
 
-TABLES = {
-    # table: (primary key, the other columns); parents come before the tables that reference them.
-    "agents": (("tenant_id", "agent_id"), ("name", "name_key", "slug", "created_at")),
-    "sessions": (("pk",), ("tenant_id", "agent_id", "session_id", "created_at", "updated_at", "metadata",
-                           "cached_prompt", "latest_message_id", "status")),
-    "messages": (("seq",), ("session_pk", "id", "parent_id", "role", "parts", "text", "created_at", "metadata",
-                            "tokens")),
-    "compactions": (("session_pk", "id"), ("from_id", "to_id", "summary", "created_at", "metadata")),
-    "context_blocks": (("session_pk", "label"), ("content", "updated_at")),
-    "skill_activations": (("session_pk", "label", "key"), ("activated_at",)),
-    "search_entries": (("pk",), ("tenant_id", "namespace", "key", "content", "updated_at")),
-    "kv_entries": (("pk",), ("tenant_id", "namespace", "key", "value", "expires_at", "created_at", "updated_at")),
-    "memory_records": (("pk",), ("workspace", "collection", "kind", "scope", "session_id", "summary", "body", "tags",
-                                 "importance", "provenance", "vector_index", "created_at", "updated_at")),
-}
+TABLES = {table.name: (table.key, table.other_columns) for table in schema.TABLES}
+"""``{table: (primary key, the other columns)}``; parents come before the tables that reference them."""
 
 
 def table_columns(table):
@@ -32,16 +20,16 @@ def table_columns(table):
     return key + others
 
 
-class BulkStorage:
-    def table_counts(self):
+class BulkCopy(Repository):
+    def counts(self):
         """``{table: rows}`` for every table of ``TABLES``, in one query."""
         row = self._one("SELECT " + ", ".join(f"(SELECT COUNT(*) FROM {t}) AS {t}" for t in TABLES))
         return {table: row[table] for table in TABLES}
 
-    def table_rows(self, table, batch=1000):
+    def rows(self, table, batch=1000):
         """The rows of ``table`` as tuples of ``table_columns(table)``, in lists of up to ``batch``, in
         primary-key order. Each list is one query that continues after the last key of the one before,
-        so memory stays bounded; wrap the reading in ``snapshot()`` for one consistent state."""
+        so memory stays bounded; wrap the reading in the store's ``snapshot()`` for one consistent state."""
         key = TABLES[table][0]
         columns = ", ".join(table_columns(table))
         order = ", ".join(key)
@@ -61,7 +49,7 @@ class BulkStorage:
                 return
             last = rows[-1][:len(key)]
 
-    def insert_rows(self, table, rows):
+    def insert(self, table, rows):
         """Insert tuples of ``table_columns(table)`` as they are, keys included, and return them as
         written: a message's search copy (``text``) is this backend's. Joins the caller's transaction."""
         columns = table_columns(table)
@@ -80,8 +68,16 @@ class BulkStorage:
         cannot hold (PostgreSQL: NUL by U+FFFD); such a copy is rebuilt from the message's parts."""
         if "\ufffd" in text:
             text = message_text({"parts": json.loads(parts)})
-        return self._searchable(text)
+        return self._store._searchable(text)
 
     def advance_identity(self, table, column):
         """Make keys generated from now on follow the largest one in ``table.column`` after rows were
         inserted with explicit keys. SQLite needs nothing: a new INTEGER PRIMARY KEY is MAX + 1."""
+
+
+class PostgresBulkCopy(BulkCopy):
+    def advance_identity(self, table, column):
+        """An identity's sequence does not see keys inserted explicitly (``memorylab migrate``): move it
+        past the largest, or the next generated key collides. ``setval`` is not undone by a rollback."""
+        with self.transaction() as conn:
+            conn.execute(f"SELECT setval(pg_get_serial_sequence(?, ?), MAX({column})) FROM {table}", (table, column))

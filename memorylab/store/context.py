@@ -1,47 +1,72 @@
-"""SQL for context memory: per-session block contents, frozen prompts, search entries, active skills.
-
-A mixin of ``Store``; it relies on the store's ``transaction``, ``_one``, ``_all`` and ``_full_text``.
-"""
+"""Context memory: one session's stored blocks, frozen prompt and active skills, and the keyed
+entries that searchable blocks index (shared by a tenant's sessions, by namespace)."""
 from ..messages import utc_now_iso
+from .repository import Repository
 
 
-class ContextStorage:
-    # -- block contents (the auto-wired writable provider) ------------------------------------
+class SessionBlocks(Repository):
+    """The context rows of one session: block contents (the writable blocks stored in the database),
+    the frozen system prompt, and which skills of each skills block are active."""
 
-    def context_blocks(self, pk):
-        """Every stored block content of a session (for exports)."""
+    def __init__(self, store, pk):
+        super().__init__(store)
+        self.pk = pk
+
+    def all(self):
+        """Every stored block content of the session (for exports)."""
         rows = self._all(
             "SELECT label, content, updated_at FROM context_blocks WHERE session_pk = ? ORDER BY label",
-            (pk,),
+            (self.pk,),
         )
         return [dict(r) for r in rows]
 
-    def block_content(self, pk, label):
-        row = self._one("SELECT content FROM context_blocks WHERE session_pk = ? AND label = ?", (pk, label))
+    def content(self, label):
+        row = self._one("SELECT content FROM context_blocks WHERE session_pk = ? AND label = ?", (self.pk, label))
         return row["content"] if row else None
 
-    def set_block_content(self, pk, label, content):
+    def set_content(self, label, content):
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO context_blocks (session_pk, label, content, updated_at) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (session_pk, label) DO UPDATE SET content = excluded.content,"
                 " updated_at = excluded.updated_at",
-                (pk, label, content, utc_now_iso()),
+                (self.pk, label, content, utc_now_iso()),
             )
 
-    # -- frozen system prompt ------------------------------------------------------------------
-
-    def cached_prompt(self, pk):
-        row = self._one("SELECT cached_prompt FROM sessions WHERE pk = ?", (pk,))
+    def cached_prompt(self):
+        row = self._one("SELECT cached_prompt FROM sessions WHERE pk = ?", (self.pk,))
         return row["cached_prompt"] if row else None
 
-    def set_cached_prompt(self, pk, prompt):
+    def set_cached_prompt(self, prompt):
         with self.transaction() as conn:
-            conn.execute("UPDATE sessions SET cached_prompt = ? WHERE pk = ?", (prompt, pk))
+            conn.execute("UPDATE sessions SET cached_prompt = ? WHERE pk = ?", (prompt, self.pk))
 
-    # -- keyed search entries ------------------------------------------------------------------
+    def active_skills(self, label):
+        rows = self._all(
+            "SELECT key FROM skill_activations WHERE session_pk = ? AND label = ? ORDER BY activated_at, key",
+            (self.pk, label),
+        )
+        return [r["key"] for r in rows]
 
-    def put_entry(self, tenant_id, namespace, key, content):
+    def set_skill_active(self, label, key, active):
+        with self.transaction() as conn:
+            if active:
+                conn.execute(
+                    "INSERT INTO skill_activations (session_pk, label, key, activated_at)"
+                    " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    (self.pk, label, key, utc_now_iso()),
+                )
+            else:
+                conn.execute(
+                    "DELETE FROM skill_activations WHERE session_pk = ? AND label = ? AND key = ?",
+                    (self.pk, label, key),
+                )
+
+
+class SearchEntries(Repository):
+    """Keyed entries indexed for full-text search, per tenant and namespace."""
+
+    def put(self, tenant_id, namespace, key, content):
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO search_entries (tenant_id, namespace, key, content, updated_at) VALUES (?, ?, ?, ?, ?)"
@@ -50,20 +75,20 @@ class ContextStorage:
                 (tenant_id, namespace, key, content, utc_now_iso()),
             )
 
-    def delete_entry(self, tenant_id, namespace, key):
+    def delete(self, tenant_id, namespace, key):
         with self.transaction() as conn:
             return conn.execute(
                 "DELETE FROM search_entries WHERE tenant_id = ? AND namespace = ? AND key = ?",
                 (tenant_id, namespace, key),
             ).rowcount > 0
 
-    def entry_count(self, tenant_id, namespace):
+    def count(self, tenant_id, namespace):
         return self._one(
             "SELECT COUNT(*) AS n FROM search_entries WHERE tenant_id = ? AND namespace = ?",
             (tenant_id, namespace),
         )["n"]
 
-    def entries(self, tenant_id, namespace):
+    def list(self, tenant_id, namespace):
         rows = self._all(
             "SELECT key, content, updated_at FROM search_entries WHERE tenant_id = ? AND namespace = ?"
             " ORDER BY key",
@@ -71,9 +96,9 @@ class ContextStorage:
         )
         return [dict(r) for r in rows]
 
-    def search_entries(self, tenant_id, namespace, query, limit=5):
+    def search(self, tenant_id, namespace, query, limit=5):
         """Ranked entries matching ``query`` (any string is safe)."""
-        found = self._full_text("entries", query)
+        found = self._store._full_text("entries", query)
         if found is None or limit <= 0:
             return []
         fts, match = found
@@ -84,26 +109,3 @@ class ContextStorage:
             {"match": match, "tenant": tenant_id, "ns": namespace, "limit": int(limit)},
         )
         return [dict(r) for r in rows]
-
-    # -- active skills -------------------------------------------------------------------------
-
-    def active_skills(self, pk, label):
-        rows = self._all(
-            "SELECT key FROM skill_activations WHERE session_pk = ? AND label = ? ORDER BY activated_at, key",
-            (pk, label),
-        )
-        return [r["key"] for r in rows]
-
-    def set_skill_active(self, pk, label, key, active):
-        with self.transaction() as conn:
-            if active:
-                conn.execute(
-                    "INSERT INTO skill_activations (session_pk, label, key, activated_at)"
-                    " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                    (pk, label, key, utc_now_iso()),
-                )
-            else:
-                conn.execute(
-                    "DELETE FROM skill_activations WHERE session_pk = ? AND label = ? AND key = ?",
-                    (pk, label, key),
-                )

@@ -1,15 +1,15 @@
-"""SQL for ``memorylab check``: questions whose answer is empty on a healthy file.
+"""SQL for ``memorylab check``: questions whose answer is empty on a healthy database.
 
-``IntegrityStorage`` asks the questions every backend shares; ``SQLiteIntegrity`` adds SQLite's own
-page, foreign-key and FTS5 checks (PostgreSQL enforces foreign keys and computes its search vectors
-itself, so it answers those with nothing found). Both are mixins relying on the store's
-``transaction``, ``_one`` and ``_all``. Each method returns what it found (rows, counts, the engine's
-own complaint) and repairs nothing: wording the report is ``memorylab.check``'s job, deciding on a
-repair is the user's.
+``Integrity`` asks the questions every backend shares; ``SQLiteIntegrity`` adds SQLite's own page,
+foreign-key and FTS5 checks, and ``PostgresIntegrity`` answers those with nothing found (PostgreSQL
+enforces foreign keys and computes its search vectors itself). Each method returns what it found
+(rows, counts, the engine's own complaint) and repairs nothing: wording the report is
+``memorylab.check``'s job, deciding on a repair is the user's.
 """
 import re
-import sqlite3
 
+from ..errors import StoreBusyError, StoreError
+from .repository import Repository
 from .rows import MESSAGE_COLUMNS, unreadable_message
 
 _FTS_CONTENT = re.compile(r"\bcontent\s*=\s*'([^']*)'")
@@ -21,7 +21,7 @@ def _quote(name):
     return '"' + name.replace('"', '""') + '"'
 
 
-class IntegrityStorage:
+class Integrity(Repository):
     def database_size(self):
         """``{"sessions", "messages", "overlays"}``: row counts, for the report's heading."""
         row = self._one(
@@ -113,7 +113,7 @@ class IntegrityStorage:
         )]
 
 
-class SQLiteIntegrity:
+class SQLiteIntegrity(Integrity):
     def integrity_errors(self, limit=100):
         """What ``PRAGMA integrity_check`` reports (pages, indexes, constraints); [] for a sound file."""
         # One row may hold several lines, under a "*** in database main ***" heading.
@@ -144,8 +144,10 @@ class SQLiteIntegrity:
             with self.transaction() as conn:
                 conn.execute(f"INSERT INTO {name} ({name}, rank) VALUES ('integrity-check', ?)",
                              (1 if against_content else 0,))
-        except sqlite3.DatabaseError as error:
-            return str(error)
+        except StoreBusyError:
+            raise
+        except StoreError as error:
+            return str(error.__cause__)
         return None
 
     def fts_row_gaps(self, index, content, rowid):
@@ -166,3 +168,17 @@ class SQLiteIntegrity:
             key = (row["table"], row["parent"])
             counts[key] = counts.get(key, 0) + 1
         return counts
+
+
+class PostgresIntegrity(Integrity):
+    def integrity_errors(self, limit=100):
+        """PostgreSQL checks its pages and indexes itself (and ``amcheck`` needs a superuser): none to report."""
+        return []
+
+    def fts_indexes(self):
+        """The search vectors are generated columns, recomputed with their row: no index to drift."""
+        return []
+
+    def rows_of_missing_parents(self):
+        """Foreign keys are always enforced on PostgreSQL: no row can outlive its session."""
+        return {}

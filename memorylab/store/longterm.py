@@ -1,7 +1,6 @@
 """SQL for long-term memory: scoped records in a workspace, their keyword search and provenance.
 
-A mixin of ``Store``; it relies on the store's ``transaction``, ``_one``, ``_all`` and dialect hooks. Records
-arrive already normalized by ``memorylab.longterm``; this layer only stores, filters and ranks.
+Records arrive already normalized by ``memorylab.longterm``; this layer only stores, filters and ranks.
 Scope isolation lives in the WHERE clauses: a query names one scope and, for session memories,
 one session, so another session's records cannot reach a candidate list.
 """
@@ -9,6 +8,8 @@ import json
 
 from ..errors import InvalidInputError
 from ..messages import utc_now_iso
+from ..shapes import MemoryRecords
+from .repository import Repository
 
 _RECORD_FIELDS = ("summary", "body", "tags", "importance", "scope", "kind", "session_id")
 MATCHES = ("words", "substring")
@@ -43,8 +44,10 @@ def _scope_filter(scope, session_id):
     return "r.scope = 'SESSION_MEMORY' AND r.session_id = :session", {"session": session_id}
 
 
-class LongTermStorage:
-    def insert_memory_records(self, workspace, records):
+class LongTermRecords(Repository):
+    """The records of every workspace (``memorylab.longterm`` keeps one workspace's view of them)."""
+
+    def insert(self, workspace, records):
         """Store normalized records in one transaction; returns them as stored, with ids."""
         now = utc_now_iso()
         with self.transaction() as conn:
@@ -59,13 +62,13 @@ class LongTermStorage:
                 ).fetchone()[0]
                 for r in records
             ]
-        return [self.memory_record(workspace, pk) for pk in ids]
+        return [self.get(workspace, pk) for pk in ids]
 
-    def memory_record(self, workspace, record_id):
+    def get(self, workspace, record_id):
         row = self._one("SELECT * FROM memory_records WHERE workspace = ? AND pk = ?", (workspace, record_id))
         return _record_from_row(row) if row else None
 
-    def memory_records(self, workspace, *, scope=None, session_id=None):
+    def list(self, workspace, *, scope=None, session_id=None):
         """Records of a workspace, newest change first; ``scope`` and ``session_id`` narrow the list."""
         where, params = ["workspace = ?"], [workspace]
         for column, value in (("scope", scope), ("session_id", session_id)):
@@ -75,9 +78,9 @@ class LongTermStorage:
         rows = self._all(
             f"SELECT * FROM memory_records WHERE {' AND '.join(where)} ORDER BY updated_at DESC, pk DESC", params
         )
-        return [_record_from_row(r) for r in rows]
+        return MemoryRecords(_record_from_row(r) for r in rows)
 
-    def update_memory_record(self, workspace, record_id, record):
+    def update(self, workspace, record_id, record):
         """Overwrite the editable fields of a record; returns it as stored, or None when it is not there."""
         values = [_dumps(record[f]) if f in ("body", "tags") else record[f] for f in _RECORD_FIELDS]
         with self.transaction() as conn:
@@ -86,15 +89,15 @@ class LongTermStorage:
                 " WHERE workspace = ? AND pk = ?",
                 (*values, utc_now_iso(), workspace, record_id),
             ).rowcount
-        return self.memory_record(workspace, record_id) if changed else None
+        return self.get(workspace, record_id) if changed else None
 
-    def delete_memory_record(self, workspace, record_id):
+    def delete(self, workspace, record_id):
         with self.transaction() as conn:
             return conn.execute(
                 "DELETE FROM memory_records WHERE workspace = ? AND pk = ?", (workspace, record_id)
             ).rowcount > 0
 
-    def find_memory_duplicate(self, workspace, scope, session_id, summary):
+    def find_duplicate(self, workspace, scope, session_id, summary):
         """The id of a record of the same scope (and session) with the same summary, ignoring case."""
         scope_sql, params = _scope_filter(scope, session_id)
         row = self._one(
@@ -104,7 +107,7 @@ class LongTermStorage:
         )
         return row["pk"] if row else None
 
-    def memory_candidates(self, workspace, scope, session_id, *, query=None, match="words", tags=(), limit=8):
+    def candidates(self, workspace, scope, session_id, *, query=None, match="words", tags=(), limit=8):
         """Records of one scope carrying every one of ``tags``, best first.
 
         With a ``query``, ``match="words"`` keeps those holding any word of it (BM25, the summary
@@ -122,11 +125,11 @@ class LongTermStorage:
         if query and match == "substring":
             if len(query) > MAX_SUBSTRING_CHARS:
                 return []
-            params["fragment"] = f"%{_like_literal(self._searchable(query))}%"
-            texts = ("r.summary", self._json_words("r.body"), self._json_words("r.tags"))
+            params["fragment"] = f"%{_like_literal(self._store._searchable(query))}%"
+            texts = ("r.summary", self._store._json_words("r.body"), self._store._json_words("r.tags"))
             where.append("(" + " OR ".join(f"lower({text}) LIKE lower(:fragment) ESCAPE '\\'" for text in texts) + ")")
         elif query:
-            found = self._full_text("memories", query, any_word=True)
+            found = self._store._full_text("memories", query, any_word=True)
             if found is None:
                 return []
             fts, params["match"] = found
@@ -135,16 +138,16 @@ class LongTermStorage:
             order = f"{fts.rank}, {order}"
         for i, tag in enumerate(tags):
             params[f"tag{i}"] = tag
-            where.append(f"EXISTS (SELECT 1 FROM {self._json_values('r.tags', f't{i}')} WHERE t{i}.value = :tag{i})")
+            where.append(f"EXISTS (SELECT 1 FROM {self._store._json_values('r.tags', f't{i}')} WHERE t{i}.value = :tag{i})")
         rows = self._all(
             f"SELECT r.* FROM {source} WHERE {' AND '.join(where)} ORDER BY {order} LIMIT :limit", params
         )
-        return [_record_from_row(r) for r in rows]
+        return MemoryRecords(_record_from_row(r) for r in rows)
 
-    def memory_tags(self, workspace, session_id, *, limit=50):
+    def tags(self, workspace, session_id, *, limit=50):
         """The tags a session can retrieve by (global ones and its own), most used first."""
         rows = self._all(
-            f"""SELECT t.value AS tag FROM memory_records r, {self._json_values('r.tags', 't')}
+            f"""SELECT t.value AS tag FROM memory_records r, {self._store._json_values('r.tags', 't')}
             WHERE r.workspace = ? AND (r.scope = 'GLOBAL_MEMORY' OR r.session_id = ?)
             GROUP BY t.value ORDER BY COUNT(*) DESC, t.value LIMIT ?""",
             (workspace, session_id, int(limit)),
@@ -168,7 +171,7 @@ class LongTermStorage:
             JOIN messages u ON u.session_pk = a.session_pk AND u.id = a.parent_id
             WHERE s.session_id = ? AND a.role = 'assistant' AND a.text = ? AND u.role = 'user' AND u.text = ?
             ORDER BY a.seq DESC LIMIT 1""",
-            (session_id, self._searchable(assistant_text), self._searchable(user_text)),
+            (session_id, self._store._searchable(assistant_text), self._store._searchable(user_text)),
         )
         if row is None:
             return None

@@ -1,7 +1,7 @@
 """The PostgreSQL backend: one memory store shared by a team, or an agent's production database.
 
 ``Store("postgresql://user@host/db")`` opens a ``PostgresStore``: a psycopg 3 connection pool, the
-schema of ``pg_schema`` and the SQL of ``core``, whose ``?``/``:name`` parameters are rewritten once
+schema as ``ddl`` writes it and the SQL of ``core``, whose ``?``/``:name`` parameters are rewritten once
 per statement for psycopg. A transaction pins one pooled connection to its thread, so the reads a
 write makes see its own rows and nested calls join it; a read outside a transaction borrows any
 connection. Writers do not queue for the whole database as on SQLite: session writes lock their
@@ -18,11 +18,14 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..errors import InvalidInputError, MemoryLabError, StoreBusyError
-from ..messages import utc_now_iso
-from .core import SNIPPET_MARKS, Store, unstorable
+from ..errors import InvalidInputError, MemoryLabError, StoreBusyError, StoreError
+from .bulk import PostgresBulkCopy
+from .core import SNIPPET_MARKS, SearchEngine, Store, unstorable
+from .ddl import PostgresDDL
+from .integrity import PostgresIntegrity
 from .fts import FullText, tsquery
-from .pg_schema import INDEXED_CHARACTERS, migrate
+from .migrations import migrate
+from .schema import INDEXED_CHARACTERS
 
 _QUERY = "to_tsquery('simple', memorylab_fold(:match)) AS q"
 _FULL_TEXT = {
@@ -108,45 +111,46 @@ class _Connection:
         try:
             return self.raw.execute(_translate(sql), params)
         except (psycopg.Error, UnicodeEncodeError) as error:
-            raise self.store._clear_error(error) from None
+            raise self.store._clear_error(error) from error
 
     def executemany(self, sql, rows):
         cursor = self.raw.cursor()
         try:
             cursor.executemany(_translate(sql), rows)
         except (psycopg.Error, UnicodeEncodeError) as error:
-            raise self.store._clear_error(error) from None
+            raise self.store._clear_error(error) from error
         return cursor
 
 
 class PostgresStore(Store):
     """``Store("postgresql://user@host/db")``: the same contract as the SQLite file, on a server."""
 
-    FOR_UPDATE = " FOR NO KEY UPDATE"
-    NO_LIMIT = None
-    SEARCH_ENGINE = "postgres-tsvector"
-    SEARCH_DESCRIPTION = "PostgreSQL tsvector, ranked by ts_rank"
+    _FOR_UPDATE = " FOR NO KEY UPDATE"
+    _CHAIN_LATEST = True  # a data-modifying WITH runs whether or not its rows are read: one round trip
+    _NO_LIMIT = None
+    _INTEGRITY = PostgresIntegrity
+    _BULK = PostgresBulkCopy
+    search_engine = SearchEngine("postgres-tsvector", "PostgreSQL tsvector, ranked by ts_rank")
 
     def __init__(self, url, *, timeout=30.0, pool_size=8):
-        self.url = url
         self.path = redact(url)
-        self.timeout = timeout
+        self._timeout = timeout
         self._local = threading.local()
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout))) as conn:
-                migrate(conn)
-        except psycopg.OperationalError as error:
-            raise MemoryLabError(f"cannot open the PostgreSQL store {self.path}: {_one_line(error)}") from None
-        self._pool = ConnectionPool(
-            url, min_size=1, max_size=pool_size, timeout=timeout, open=False, configure=self._configure,
-            kwargs={"autocommit": True, "row_factory": _row_factory}, name="memorylab",
-        )
-        self._pool.open(wait=True, timeout=timeout)
+                migrate(PostgresDDL(conn))
+            self._pool = ConnectionPool(
+                url, min_size=1, max_size=pool_size, timeout=timeout, open=False, configure=self._configure,
+                kwargs={"autocommit": True, "row_factory": _row_factory}, name="memorylab",
+            )
+            self._pool.open(wait=True, timeout=timeout)
+        except psycopg.Error as error:
+            raise StoreError(f"cannot open the PostgreSQL store {self.path}: {_one_line(error)}") from error
 
     def _configure(self, conn):
         # A lock held longer than the timeout (a long import, a stuck writer) fails the waiting
         # statement instead of hanging it, as SQLite's busy timeout does.
-        conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
+        conn.execute(f"SET lock_timeout = {int(self._timeout * 1000)}")
 
     @property
     def db(self):
@@ -156,7 +160,7 @@ class PostgresStore(Store):
         self._pool.close()
 
     def _clear_error(self, error):
-        """A MemoryLabError for what a caller can act on; other database errors as they are."""
+        """The MemoryLabError for a failed statement: what the server said, and what to do."""
         if isinstance(error, UnicodeEncodeError):
             return unstorable(error, "PostgreSQL")
         if isinstance(error, psycopg.DataError) and "NUL" in str(error):
@@ -165,13 +169,14 @@ class PostgresStore(Store):
             )
         if isinstance(error, (pg_errors.LockNotAvailable, pg_errors.DeadlockDetected, PoolTimeout)):
             return StoreBusyError(
-                f"{self.path}: another writer held what this write needed for {self.timeout:g} s (a long "
+                f"{self.path}: another writer held what this write needed for {self._timeout:g} s (a long "
                 "import or compaction, or another process); nothing was changed. Retry when it has finished, "
                 "or open the Store with a larger timeout="
             )
         if isinstance(error, psycopg.OperationalError):
-            return MemoryLabError(f"lost the PostgreSQL store {self.path}: {_one_line(error)}")
-        return error
+            return StoreError(f"lost the PostgreSQL store {self.path}: {_one_line(error)}; the next call reconnects")
+        return StoreError(f"{self.path}: PostgreSQL refused the statement ({_one_line(error)}); if the database was "
+                          "changed outside memorylab, `memorylab check` says what is wrong")
 
     @contextmanager
     def _connection(self, isolation=None):
@@ -196,8 +201,8 @@ class PostgresStore(Store):
                         yield conn
                 finally:
                     self._local.conn = None
-        except (psycopg.Error, PoolTimeout) as error:
-            raise self._clear_error(error) from None
+        except psycopg.Error as error:
+            raise self._clear_error(error) from error
 
     def transaction(self):
         """A write transaction; nested calls join the outer one."""
@@ -216,11 +221,6 @@ class PostgresStore(Store):
             return conn.execute(sql, params).fetchall()
 
     # -- dialect --------------------------------------------------------------------------------
-
-    def _insert_as_latest(self, conn, pk, message, parent_id):
-        # One statement, one round trip: a data-modifying WITH runs whether or not its rows are read.
-        conn.execute(f"WITH added AS ({self._INSERT_MESSAGE}) {self._POINT_TO_LATEST}",
-                     (*self._message_row(pk, message, parent_id), utc_now_iso(), message["id"], pk))
 
     def _searchable(self, text):
         # PostgreSQL text cannot hold NUL; the search copy shows U+FFFD where the message (kept
@@ -252,23 +252,3 @@ class PostgresStore(Store):
         """A ``*``/``?`` glob as a LIKE pattern: LIKE's own ``%``, ``_`` and ``\\`` are made literal."""
         escaped = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         return escaped.replace("*", "%").replace("?", "_")
-
-    def advance_identity(self, table, column):
-        """An identity's sequence does not see keys inserted explicitly (``memorylab migrate``): move it
-        past the largest, or the next generated key collides. ``setval`` is not undone by a rollback."""
-        with self.transaction() as conn:
-            conn.execute(f"SELECT setval(pg_get_serial_sequence(?, ?), MAX({column})) FROM {table}", (table, column))
-
-    # -- integrity: what PostgreSQL guarantees itself -------------------------------------------
-
-    def integrity_errors(self, limit=100):
-        """PostgreSQL checks its pages and indexes itself (and ``amcheck`` needs a superuser): none to report."""
-        return []
-
-    def fts_indexes(self):
-        """The search vectors are generated columns, recomputed with their row: no index to drift."""
-        return []
-
-    def rows_of_missing_parents(self):
-        """Foreign keys are always enforced on PostgreSQL: no row can outlive its session."""
-        return {}

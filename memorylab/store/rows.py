@@ -1,9 +1,14 @@
-"""Stored rows read back as values; a row that cannot be read is a DamagedRowError naming it."""
+"""Values written as rows and rows read back as values; a row that cannot be read is a
+DamagedRowError naming it."""
 import json
 
 from ..errors import DamagedRowError
 
 MESSAGE_COLUMNS = "id, parent_id, role, parts, created_at, metadata, tokens"
+
+# One encoder for every write: json.dumps with options builds a new JSONEncoder on each call,
+# and an append encodes twice (parts and metadata).
+dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 # Stored JSON is always written compactly by dumps, so the decoder's outer layers (whitespace
 # handling) can be skipped; reading a 10k-message path spends most of its time here.

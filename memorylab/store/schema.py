@@ -1,272 +1,215 @@
-"""The SQLite schema as numbered forward migrations.
+"""The schema, declared once: every table, column, key and index, for SQLite and PostgreSQL alike.
 
-``PRAGMA user_version`` holds the number of the last migration applied. Migrations run inside one
-``BEGIN IMMEDIATE`` transaction, so two processes opening a new file at once cannot both apply them
-and a crash mid-migration leaves the previous version intact. The DDL is written out here rather
-than through sqlite-utils' helpers because those commit between statements.
+``ddl`` writes these declarations in each backend's SQL, ``migrations`` applies them in order and
+``bulk`` copies exactly the columns declared here. Types are logical (a JSON document and a
+timestamp are text on both backends). What a backend does its own way is declared beside the table
+it belongs to: how the rows are searched (``Search``) and an index only one backend keeps. A column
+or search that came after its table names the migration that added it (``since``), so creating the
+table in its first migration leaves it out and that migration's ``db.add`` adds it.
 """
-from ..errors import MemoryLabError
+from dataclasses import dataclass, field
+
+TEXT = "text"
+JSON = "json"  # text holding a JSON document
+TIMESTAMP = "timestamp"  # an ISO-8601 instant as text, as ``messages.utc_now_iso`` writes it
+INTEGER = "integer"
+REAL = "real"
+
+INDEXED_CHARACTERS = 100_000
+"""How much of one text PostgreSQL indexes: a ``tsvector`` is capped at 1 MB, and a message can be 10."""
 
 
-def _create_core_tables(conn):
-    conn.execute(
-        """CREATE TABLE sessions (
-            pk INTEGER PRIMARY KEY,
-            tenant_id TEXT NOT NULL,
-            agent_id TEXT NOT NULL,
-            session_id TEXT NOT NULL,
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL,
-            metadata TEXT NOT NULL DEFAULT '{}',
-            UNIQUE (tenant_id, agent_id, session_id)
-        )"""
-    )
-    # seq is the insertion order: the newest message of a session is always a leaf, because a
-    # child can only be written after its parent. That makes "latest leaf" a MAX(seq) lookup.
-    conn.execute(
-        """CREATE TABLE messages (
-            seq INTEGER PRIMARY KEY,
-            session_pk INTEGER NOT NULL REFERENCES sessions(pk) ON DELETE CASCADE,
-            id TEXT NOT NULL,
-            parent_id TEXT,
-            role TEXT NOT NULL,
-            parts TEXT NOT NULL,
-            text TEXT NOT NULL,
-            created_at TEXT NOT NULL,
-            metadata TEXT NOT NULL,
-            tokens INTEGER NOT NULL,
-            UNIQUE (session_pk, id)
-        )"""
-    )
-    # (session_pk) also orders by seq, the implicit last column: latest leaf is one index probe.
-    conn.execute("CREATE INDEX messages_session ON messages (session_pk)")
-    conn.execute("CREATE INDEX messages_parent ON messages (session_pk, parent_id)")
-    conn.execute(
-        """CREATE TABLE compactions (
-            session_pk INTEGER NOT NULL REFERENCES sessions(pk) ON DELETE CASCADE,
-            id INTEGER NOT NULL,
-            from_id TEXT NOT NULL,
-            to_id TEXT NOT NULL,
-            summary TEXT NOT NULL,
-            created_at TEXT NOT NULL,
-            metadata TEXT NOT NULL DEFAULT '{}',
-            PRIMARY KEY (session_pk, id)
-        )"""
-    )
-    conn.execute(
-        """CREATE TABLE context_blocks (
-            session_pk INTEGER NOT NULL REFERENCES sessions(pk) ON DELETE CASCADE,
-            label TEXT NOT NULL,
-            content TEXT NOT NULL,
-            updated_at TEXT NOT NULL,
-            PRIMARY KEY (session_pk, label)
-        )"""
-    )
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str = TEXT
+    null: bool = False
+    default: str | None = None
+    references: str | None = None
+    """``"sessions(pk)"``: the parent row, whose deletion deletes this one (ON DELETE CASCADE)."""
+    since: str | None = None
 
 
-def _create_message_search(conn):
-    # External-content FTS5 over messages.text: the index stores no second copy of the text.
-    conn.execute(
-        "CREATE VIRTUAL TABLE messages_fts USING fts5(text, content='messages', content_rowid='seq',"
-        " tokenize='unicode61 remove_diacritics 2')"
-    )
-    conn.execute(
-        """CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
-            INSERT INTO messages_fts (rowid, text) VALUES (new.seq, new.text);
-        END"""
-    )
-    conn.execute(
-        """CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
-            INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.seq, old.text);
-        END"""
-    )
-    conn.execute(
-        """CREATE TRIGGER messages_fts_update AFTER UPDATE OF text ON messages BEGIN
-            INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.seq, old.text);
-            INSERT INTO messages_fts (rowid, text) VALUES (new.seq, new.text);
-        END"""
-    )
+@dataclass(frozen=True)
+class Index:
+    name: str
+    columns: tuple
+    unique: bool = False
+    where: str | None = None
+    only: str | None = None
+    """The one backend (``ddl`` dialect name) that keeps this index; None for both."""
 
 
-def _create_context_storage(conn):
-    """Frozen prompts that survive restarts, keyed search entries with FTS5, and active skills."""
-    conn.execute("ALTER TABLE sessions ADD COLUMN cached_prompt TEXT")
-    conn.execute(
-        """CREATE TABLE search_entries (
-            pk INTEGER PRIMARY KEY,
-            tenant_id TEXT NOT NULL,
-            namespace TEXT NOT NULL,
-            key TEXT NOT NULL,
-            content TEXT NOT NULL,
-            updated_at TEXT NOT NULL,
-            UNIQUE (tenant_id, namespace, key)
-        )"""
-    )
-    conn.execute(
-        "CREATE VIRTUAL TABLE search_entries_fts USING fts5(key, content, content='search_entries',"
-        " content_rowid='pk', tokenize='unicode61 remove_diacritics 2')"
-    )
-    conn.execute(
-        """CREATE TRIGGER search_entries_fts_insert AFTER INSERT ON search_entries BEGIN
-            INSERT INTO search_entries_fts (rowid, key, content) VALUES (new.pk, new.key, new.content);
-        END"""
-    )
-    conn.execute(
-        """CREATE TRIGGER search_entries_fts_delete AFTER DELETE ON search_entries BEGIN
-            INSERT INTO search_entries_fts (search_entries_fts, rowid, key, content)
-                VALUES ('delete', old.pk, old.key, old.content);
-        END"""
-    )
-    conn.execute(
-        """CREATE TRIGGER search_entries_fts_update AFTER UPDATE ON search_entries BEGIN
-            INSERT INTO search_entries_fts (search_entries_fts, rowid, key, content)
-                VALUES ('delete', old.pk, old.key, old.content);
-            INSERT INTO search_entries_fts (rowid, key, content) VALUES (new.pk, new.key, new.content);
-        END"""
-    )
-    conn.execute(
-        """CREATE TABLE skill_activations (
-            session_pk INTEGER NOT NULL REFERENCES sessions(pk) ON DELETE CASCADE,
-            label TEXT NOT NULL,
-            key TEXT NOT NULL,
-            activated_at TEXT NOT NULL,
-            PRIMARY KEY (session_pk, label, key)
-        )"""
-    )
+@dataclass(frozen=True)
+class Search:
+    """How a table's rows are found by their words: an FTS5 table kept by triggers on SQLite, a
+    generated ``tsv`` column with a GIN index on PostgreSQL.
 
-
-def _track_latest_message(conn):
-    """Keep the newest message id on the session row: the append path reads it instead of probing
-    an index that every insert would have to maintain."""
-    conn.execute("ALTER TABLE sessions ADD COLUMN latest_message_id TEXT")
-    conn.execute(
-        "UPDATE sessions SET latest_message_id ="
-        " (SELECT id FROM messages WHERE session_pk = sessions.pk ORDER BY seq DESC LIMIT 1)"
-    )
-    conn.execute("DROP INDEX messages_session")
-
-
-def _create_memory_manager(conn):
-    """The agents registry (so an admin can address an agent by id, slug or name), a memory's
-    status, and the tenant-wide KV store. Agents that already own sessions are registered here."""
-    conn.execute(
-        """CREATE TABLE agents (
-            tenant_id TEXT NOT NULL,
-            agent_id TEXT NOT NULL,
-            name TEXT,
-            name_key TEXT,
-            slug TEXT,
-            created_at TEXT NOT NULL,
-            PRIMARY KEY (tenant_id, agent_id)
-        )"""
-    )
-    # name_key is the casefolded name: names match case-insensitively beyond ASCII, which NOCASE cannot.
-    conn.execute("CREATE UNIQUE INDEX agents_slug ON agents (tenant_id, slug) WHERE slug IS NOT NULL")
-    conn.execute("CREATE INDEX agents_name ON agents (tenant_id, name_key) WHERE name_key IS NOT NULL")
-    conn.execute(
-        "INSERT INTO agents (tenant_id, agent_id, created_at)"
-        " SELECT tenant_id, agent_id, MIN(created_at) FROM sessions GROUP BY tenant_id, agent_id"
-    )
-    conn.execute("ALTER TABLE sessions ADD COLUMN status TEXT")
-    conn.execute(
-        """CREATE TABLE kv_entries (
-            pk INTEGER PRIMARY KEY,
-            tenant_id TEXT NOT NULL,
-            namespace TEXT NOT NULL,
-            key TEXT NOT NULL,
-            value TEXT NOT NULL,
-            expires_at TEXT,
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL,
-            UNIQUE (tenant_id, namespace, key)
-        )"""
-    )
-    conn.execute(
-        "CREATE INDEX kv_entries_expiry ON kv_entries (tenant_id, namespace, expires_at)"
-        " WHERE expires_at IS NOT NULL"
-    )
-
-
-def _memory_search_values(row):
-    """The FTS5 values of a memory record (``row`` is ``new`` or ``old`` in a trigger): the summary,
-    the scalar values of the body (its keys are the same in every record, so they would match every
-    query) and the tags, as plain text."""
-    return (
-        f"{row}.pk, {row}.summary,"
-        f" COALESCE((SELECT group_concat(atom, ' ') FROM json_tree({row}.body) WHERE atom IS NOT NULL), ''),"
-        f" COALESCE((SELECT group_concat(value, ' ') FROM json_each({row}.tags)), '')"
-    )
-
-
-def _create_long_term_memory(conn):
-    """Long-term memory records (seed 002's workspace collection "memory") and their keyword index.
-
-    ``kind`` and ``scope`` name the same thing in the seed's two vocabularies; the CHECK keeps them
-    and ``session_id`` in step, so a session memory can never lose the session that owns it. The
-    index is contentless: it holds the words of the flattened body and tags, which exist in no
-    column, so the triggers recompute them for the FTS5 'delete' command.
+    ``fts5`` names the FTS5 columns; ``computed`` gives, for some of them, the SQL that derives the
+    value from the trigger's row ``{row}`` (the others copy the row's column of that name). With no
+    computed value the index is external-content (FTS5 reads the text back from the table, keeping no
+    second copy); with one it is contentless. ``update_of`` limits re-indexing to updates of these
+    columns (empty: any update). ``tsvector`` is PostgreSQL's expression over the row's columns.
     """
-    conn.execute(
-        """CREATE TABLE memory_records (
-            pk INTEGER PRIMARY KEY,
-            workspace TEXT NOT NULL,
-            collection TEXT NOT NULL DEFAULT 'memory',
-            kind TEXT NOT NULL,
-            scope TEXT NOT NULL,
-            session_id TEXT,
-            summary TEXT NOT NULL,
-            body TEXT NOT NULL DEFAULT '{}',
-            tags TEXT NOT NULL DEFAULT '[]',
-            importance REAL NOT NULL,
-            provenance TEXT NOT NULL DEFAULT '{}',
-            vector_index TEXT NOT NULL DEFAULT '{}',
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL,
-            CHECK ((kind = 'global_memory' AND scope = 'GLOBAL_MEMORY' AND session_id IS NULL)
-                OR (kind = 'session_memory' AND scope = 'SESSION_MEMORY' AND session_id IS NOT NULL))
-        )"""
-    )
-    conn.execute("CREATE INDEX memory_records_scope ON memory_records (workspace, scope, session_id)")
-    conn.execute(
-        "CREATE VIRTUAL TABLE memory_records_fts USING fts5(summary, body, tags, content='',"
-        " tokenize='unicode61 remove_diacritics 2')"
-    )
-    insert = f"INSERT INTO memory_records_fts (rowid, summary, body, tags) VALUES ({_memory_search_values('new')});"
-    delete = (
-        "INSERT INTO memory_records_fts (memory_records_fts, rowid, summary, body, tags)"
-        f" VALUES ('delete', {_memory_search_values('old')});"
-    )
-    conn.execute(f"CREATE TRIGGER memory_records_fts_insert AFTER INSERT ON memory_records BEGIN {insert} END")
-    conn.execute(f"CREATE TRIGGER memory_records_fts_delete AFTER DELETE ON memory_records BEGIN {delete} END")
-    conn.execute(
-        "CREATE TRIGGER memory_records_fts_update AFTER UPDATE OF summary, body, tags ON memory_records"
-        f" BEGIN {delete} {insert} END"
-    )
+
+    fts5: tuple
+    tsvector: str
+    computed: dict = field(default_factory=dict)
+    update_of: tuple = ()
+    since: str | None = None
 
 
-MIGRATIONS = (_create_core_tables, _create_message_search, _create_context_storage, _track_latest_message,
-              _create_memory_manager, _create_long_term_memory)
-SCHEMA_VERSION = len(MIGRATIONS)
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple
+    key: tuple
+    """The primary key; a single INTEGER column is generated (SQLite's rowid, a PostgreSQL identity)."""
+    unique: tuple = ()
+    check: str | None = None
+    indexes: tuple = ()
+    search: Search | None = None
+
+    @property
+    def identity(self):
+        """The generated key column, or None when the key is given by the writer."""
+        if len(self.key) == 1 and next(c for c in self.columns if c.name == self.key[0]).type == INTEGER:
+            return self.key[0]
+        return None
+
+    @property
+    def other_columns(self):
+        """The stored columns outside the primary key, in declared order."""
+        return tuple(column.name for column in self.columns if column.name not in self.key)
 
 
-def migrate(conn):
-    """Apply the migrations this file has not seen yet; returns the number applied."""
-    # An up-to-date file needs no write lock, so opening it never waits behind another process's write.
-    if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
-        return 0
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise MemoryLabError(
-                f"this database has schema version {version}, newer than this memorylab "
-                f"({SCHEMA_VERSION}); upgrade memorylab to open it"
-            )
-        for migration in MIGRATIONS[version:]:
-            migration(conn)
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    return SCHEMA_VERSION - version
+def _words(expression):
+    """PostgreSQL: the words of a text, folded as SQLite's ``remove_diacritics`` folds them."""
+    return f"to_tsvector('simple', memorylab_fold(left({expression}, {INDEXED_CHARACTERS})))"
+
+
+SESSION_PK = Column("session_pk", INTEGER, references="sessions(pk)")
+
+AGENTS = Table(
+    # name_key is the casefolded name: names match case-insensitively beyond ASCII, which NOCASE cannot.
+    "agents", key=("tenant_id", "agent_id"), columns=(
+        Column("tenant_id"), Column("agent_id"), Column("name", null=True), Column("name_key", null=True),
+        Column("slug", null=True), Column("created_at", TIMESTAMP),
+    ), indexes=(
+        Index("agents_slug", ("tenant_id", "slug"), unique=True, where="slug IS NOT NULL"),
+        Index("agents_name", ("tenant_id", "name_key"), where="name_key IS NOT NULL"),
+    ),
+)
+
+SESSIONS = Table(
+    "sessions", key=("pk",), unique=(("tenant_id", "agent_id", "session_id"),), columns=(
+        Column("pk", INTEGER), Column("tenant_id"), Column("agent_id"), Column("session_id"),
+        Column("created_at", TIMESTAMP), Column("updated_at", TIMESTAMP), Column("metadata", JSON, default="{}"),
+        # A frozen system prompt, so it survives restarts.
+        Column("cached_prompt", null=True, since="m003_context_storage"),
+        # The append path reads the newest message here instead of probing an index every insert maintains.
+        Column("latest_message_id", null=True, since="m004_track_latest_message"),
+        Column("status", null=True, since="m005_memory_manager"),
+    ),
+)
+
+# seq is the insertion order: the newest message of a session is always a leaf, because a child can
+# only be written after its parent.
+MESSAGES = Table(
+    "messages", key=("seq",), unique=(("session_pk", "id"),), columns=(
+        Column("seq", INTEGER), SESSION_PK, Column("id"), Column("parent_id", null=True), Column("role"),
+        Column("parts", JSON), Column("text"), Column("created_at", TIMESTAMP), Column("metadata", JSON),
+        Column("tokens", INTEGER),
+    ), indexes=(
+        # SQLite dropped its index on session_pk in m004: the newest message is read from the session row.
+        Index("messages_session", ("session_pk", "seq"), only="postgresql"),
+        Index("messages_parent", ("session_pk", "parent_id")),
+    ), search=Search(("text",), _words("text"), update_of=("text",), since="m002_message_search"),
+)
+
+COMPACTIONS = Table(
+    "compactions", key=("session_pk", "id"), columns=(
+        SESSION_PK, Column("id", INTEGER), Column("from_id"), Column("to_id"), Column("summary"),
+        Column("created_at", TIMESTAMP), Column("metadata", JSON, default="{}"),
+    ),
+)
+
+CONTEXT_BLOCKS = Table(
+    "context_blocks", key=("session_pk", "label"), columns=(
+        SESSION_PK, Column("label"), Column("content"), Column("updated_at", TIMESTAMP),
+    ),
+)
+
+SKILL_ACTIVATIONS = Table(
+    "skill_activations", key=("session_pk", "label", "key"), columns=(
+        SESSION_PK, Column("label"), Column("key"), Column("activated_at", TIMESTAMP),
+    ),
+)
+
+SEARCH_ENTRIES = Table(
+    "search_entries", key=("pk",), unique=(("tenant_id", "namespace", "key"),), columns=(
+        Column("pk", INTEGER), Column("tenant_id"), Column("namespace"), Column("key"), Column("content"),
+        Column("updated_at", TIMESTAMP),
+    ), search=Search(("key", "content"), _words("key || ' ' || content")),
+)
+
+KV_ENTRIES = Table(
+    "kv_entries", key=("pk",), unique=(("tenant_id", "namespace", "key"),), columns=(
+        Column("pk", INTEGER), Column("tenant_id"), Column("namespace"), Column("key"), Column("value", JSON),
+        Column("expires_at", TIMESTAMP, null=True), Column("created_at", TIMESTAMP),
+        Column("updated_at", TIMESTAMP),
+    ), indexes=(
+        Index("kv_entries_expiry", ("tenant_id", "namespace", "expires_at"), where="expires_at IS NOT NULL"),
+    ),
+)
+
+# Long-term memory records (seed 002's workspace collection "memory"). ``kind`` and ``scope`` name the
+# same thing in the seed's two vocabularies; the CHECK keeps them and ``session_id`` in step, so a
+# session memory can never lose the session that owns it. Searched are the summary, the scalar values
+# of the body (its keys are the same in every record, so they would match every query) and the tags:
+# on SQLite a contentless index (the flattened words exist in no column), weighted at query time; on
+# PostgreSQL weights A (the summary), B (the tags) and D (the body).
+MEMORY_RECORDS = Table(
+    "memory_records", key=("pk",), columns=(
+        Column("pk", INTEGER), Column("workspace"), Column("collection", default="memory"), Column("kind"),
+        Column("scope"), Column("session_id", null=True), Column("summary"), Column("body", JSON, default="{}"),
+        Column("tags", JSON, default="[]"), Column("importance", REAL), Column("provenance", JSON, default="{}"),
+        Column("vector_index", JSON, default="{}"), Column("created_at", TIMESTAMP), Column("updated_at", TIMESTAMP),
+    ),
+    check="(kind = 'global_memory' AND scope = 'GLOBAL_MEMORY' AND session_id IS NULL)"
+          " OR (kind = 'session_memory' AND scope = 'SESSION_MEMORY' AND session_id IS NOT NULL)",
+    indexes=(Index("memory_records_scope", ("workspace", "scope", "session_id")),),
+    search=Search(
+        ("summary", "body", "tags"),
+        f"setweight({_words('summary')}, 'A') || setweight({_words('memorylab_json_words(tags)')}, 'B')"
+        f" || setweight({_words('memorylab_json_words(body)')}, 'D')",
+        computed={
+            "body": "COALESCE((SELECT group_concat(atom, ' ') FROM json_tree({row}.body) WHERE atom IS NOT NULL), '')",
+            "tags": "COALESCE((SELECT group_concat(value, ' ') FROM json_each({row}.tags)), '')",
+        },
+        update_of=("summary", "body", "tags"),
+    ),
+)
+
+TABLES = (AGENTS, SESSIONS, MESSAGES, COMPACTIONS, CONTEXT_BLOCKS, SKILL_ACTIVATIONS, SEARCH_ENTRIES, KV_ENTRIES,
+          MEMORY_RECORDS)
+"""Every table; parents come before the tables that reference them."""
+
+POSTGRES_FUNCTIONS = (
+    # Accents go the way SQLite's remove_diacritics takes them: decompose (NFD), drop the combining
+    # marks. Plain ASCII, most text, skips both (a per-character translate() cost 0.8 ms a message).
+    r"""CREATE OR REPLACE FUNCTION memorylab_fold(input text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+        SELECT CASE WHEN input ~ '^[\x01-\x7f]*$' THEN input
+            ELSE regexp_replace(normalize(input, NFD), '[\u0300-\u036f]', '', 'g') END $$""",
+    # The scalar values of a JSON document as words (its keys repeat in every record, so they would
+    # match every query); text that is not valid JSON is searched as it is.
+    """CREATE OR REPLACE FUNCTION memorylab_json_words(document text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
+    BEGIN
+        RETURN COALESCE((SELECT string_agg(value #>> '{}', ' ')
+            FROM jsonb_path_query(CAST(document AS jsonb), 'strict $.**') AS value
+            WHERE jsonb_typeof(value) NOT IN ('object', 'array', 'null')), '');
+    EXCEPTION WHEN others THEN
+        RETURN document;
+    END $$""",
+)
+"""What PostgreSQL's search expressions call; created before the first search that needs them."""

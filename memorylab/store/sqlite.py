@@ -10,11 +10,25 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import StoreBusyError
-from .core import SNIPPET_MARKS, Store, unstorable
+from ..errors import StoreBusyError, StoreError
+from .core import SNIPPET_MARKS, SearchEngine, Store, unstorable
+from .ddl import SQLiteDDL
 from .fts import FullText, fts_query
 from .integrity import SQLiteIntegrity
-from .schema import migrate
+from .migrations import migrate
+
+_FAULTS = (
+    # The start of SQLite's message: what it says about the file, and what to do.
+    ("file is not a database", "is not a SQLite database, or its header is damaged",
+     "open the right file, or restore a backup"),
+    ("database disk image is malformed", "is damaged",
+     "restore a backup, or salvage what is readable with `sqlite3 FILE .recover`"),
+    ("attempt to write a readonly database", "cannot be written",
+     "give this user write permission on the file and its folder, or open a copy"),
+    ("database or disk is full", "cannot grow: the disk is full", "free some space and retry"),
+    ("disk I/O error", "could not be read or written", "check the disk and retry"),
+    ("Cannot operate on a closed database", "is closed", "open a new Store"),
+)
 
 _FULL_TEXT = {
     "messages": FullText(
@@ -33,34 +47,37 @@ _FULL_TEXT = {
 }
 
 
-class SQLiteStore(SQLiteIntegrity, Store):
+class SQLiteStore(Store):
     """``Store("lab.db")`` or ``Store(":memory:")``."""
 
-    NO_LIMIT = -1
-    SEARCH_ENGINE = "fts5"
-    SEARCH_DESCRIPTION = "SQLite FTS5, ranked by BM25"
+    _NO_LIMIT = -1
+    _INTEGRITY = SQLiteIntegrity
+    search_engine = SearchEngine("fts5", "SQLite FTS5, ranked by BM25")
 
     def __init__(self, path=":memory:", *, timeout=30.0):
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        self.timeout = timeout
+        self._timeout = timeout
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(
-            self.path, timeout=timeout, check_same_thread=False, isolation_level=None
-        )
+        try:
+            if self.path != ":memory:":
+                Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(
+                self.path, timeout=timeout, check_same_thread=False, isolation_level=None
+            )
+        except (OSError, sqlite3.Error) as error:
+            raise StoreError(f"cannot open {self.path} ({error}): name a file in a folder this user may "
+                             "write in") from error
         self._conn.row_factory = sqlite3.Row
         self._db = None
         try:
             self._set_up()
-        except sqlite3.OperationalError as error:
+        except sqlite3.Error as error:
             self._conn.close()
-            self._raise_if_locked(error)
-            raise
+            raise self._clear_error(error) from error
 
     def _set_up(self):
         """Connection settings and migrations; WAL mode and migrations need the write lock on a new file."""
-        self._conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+        self._conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
         self._conn.execute("PRAGMA foreign_keys = ON")
         if self.path != ":memory:":
             self._conn.execute("PRAGMA journal_mode = WAL")
@@ -70,7 +87,7 @@ class SQLiteStore(SQLiteIntegrity, Store):
             # quarter of get_history. The cache only grows as pages are read.
             self._conn.execute("PRAGMA cache_size = -65536")
         with self._lock:
-            migrate(self._conn)
+            migrate(SQLiteDDL(self._conn))
 
     @property
     def db(self):
@@ -99,13 +116,13 @@ class SQLiteStore(SQLiteIntegrity, Store):
             self._execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
-            except UnicodeEncodeError as error:
-                self._conn.execute("ROLLBACK")
-                raise unstorable(error, "SQLite") from None
-            except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._execute("COMMIT")
+            except BaseException as error:
+                if self._conn.in_transaction:  # after a full disk or an I/O error SQLite has rolled back itself
+                    self._execute("ROLLBACK")
+                if isinstance(error, (sqlite3.Error, UnicodeEncodeError)):
+                    raise self._clear_error(error) from error
                 raise
-            self._conn.execute("COMMIT")
 
     @contextmanager
     def snapshot(self):
@@ -114,39 +131,47 @@ class SQLiteStore(SQLiteIntegrity, Store):
             if self._conn.in_transaction:
                 yield self._conn
                 return
-            self._conn.execute("BEGIN")
+            self._execute("BEGIN")
             try:
                 yield self._conn
+            except (sqlite3.Error, UnicodeEncodeError) as error:
+                raise self._clear_error(error) from error
             finally:
-                self._conn.execute("COMMIT")
+                if self._conn.in_transaction:
+                    self._execute("COMMIT")
 
-    def _execute(self, sql, params=()):
-        """Run ``BEGIN IMMEDIATE`` or a read, where a lock that outlasted the busy timeout and an
-        unstorable string become clear errors."""
+    def _execute(self, sql, params=(), fetch=None):
+        """Run one statement (and ``fetch`` its rows), where any failure becomes a MemoryLabError."""
         try:
-            return self._conn.execute(sql, params)
-        except sqlite3.OperationalError as error:
-            self._raise_if_locked(error)
-            raise
-        except UnicodeEncodeError as error:
-            raise unstorable(error, "SQLite") from None
+            cursor = self._conn.execute(sql, params)
+            return cursor if fetch is None else fetch(cursor)
+        except (sqlite3.Error, UnicodeEncodeError) as error:
+            raise self._clear_error(error) from error
 
-    def _raise_if_locked(self, error):
-        """SQLite's busy handler has already retried for ``timeout`` seconds: say so, and what to do."""
-        if str(error).startswith("database is locked"):
-            raise StoreBusyError(
-                f"{self.path} stayed locked by another writer for {self.timeout:g} s (a long import or "
+    def _clear_error(self, error):
+        """The MemoryLabError for a failed statement: what it says about the file, and what to do."""
+        if isinstance(error, UnicodeEncodeError):
+            return unstorable(error, "SQLite")
+        message = str(error)
+        if message.startswith("database is locked"):  # SQLite's busy handler has retried for ``timeout`` s
+            return StoreBusyError(
+                f"{self.path} stayed locked by another writer for {self._timeout:g} s (a long import or "
                 "compaction, or another process); nothing was changed. Retry when it has finished, or open "
                 "the Store with a larger timeout="
-            ) from None
+            )
+        for start, what, advice in _FAULTS:
+            if message.startswith(start):
+                return StoreError(f"{self.path} {what} ({message}): {advice}")
+        return StoreError(f"{self.path}: SQLite refused the statement ({message}); if the file was changed outside "
+                          "memorylab, `memorylab check` says what is wrong")
 
     def _one(self, sql, params=()):
         with self._lock:
-            return self._execute(sql, params).fetchone()
+            return self._execute(sql, params, sqlite3.Cursor.fetchone)
 
     def _all(self, sql, params=()):
         with self._lock:
-            return self._execute(sql, params).fetchall()
+            return self._execute(sql, params, sqlite3.Cursor.fetchall)
 
     # -- dialect --------------------------------------------------------------------------------
 

@@ -9,7 +9,8 @@ from memorylab.identity import identify
 from memorylab.io import import_session, read_export
 from memorylab.manager import Memory
 from memorylab.samples import sample_files
-from memorylab.store.schema import MIGRATIONS
+from memorylab.store.ddl import SQLiteDDL
+from memorylab.store.migrations import MIGRATIONS, apply_migrations
 
 KEY = "phone:+5511999999999"
 
@@ -40,8 +41,7 @@ def test_agents_register_on_first_use(store):
 
 def test_the_migration_registers_the_agents_of_an_existing_database(db_path):
     conn = sqlite3.connect(db_path)
-    for migration in MIGRATIONS[:4]:
-        migration(conn)
+    apply_migrations(SQLiteDDL(conn), MIGRATIONS[:4])
     conn.execute("PRAGMA user_version = 4")
     conn.execute("INSERT INTO sessions (tenant_id, agent_id, session_id, created_at, updated_at)"
                  " VALUES ('acme', 'support-bot', ?, '2026-01-01T00:00:00Z', '2026-01-02T00:00:00Z')", (KEY,))

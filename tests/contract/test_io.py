@@ -6,6 +6,7 @@ from memorylab import (ConflictError, ImportFormatError, Session, Store, export_
                        parse_export, read_export, write_export)
 from memorylab.io import MAX_IMPORT_BYTES
 from memorylab.store import ALL_TENANTS
+from memorylab.store import sessions as session_rows
 
 from tests.helpers import text_message
 
@@ -80,11 +81,11 @@ BROKEN = [
 
 @pytest.mark.parametrize("data, fragment", BROKEN)
 def test_broken_imports_are_refused_and_write_nothing(rich, data, fragment):
-    before = rich.store.list_sessions()
+    before = rich.store.sessions.list()
     with pytest.raises(ImportFormatError) as error:
         import_session(rich.store, data)
     assert fragment in str(error.value)
-    assert rich.store.list_sessions() == before
+    assert rich.store.sessions.list() == before
     assert len(rich.get_all_messages()) == 5
 
 
@@ -92,21 +93,21 @@ def test_failure_midway_through_the_write_rolls_back(store, monkeypatch):
     data = {"format": "memorylab.session", "version": 1, "session": {"id": "atomic"},
             "messages": [text_message(f"m{i}", f"text {i}") | {"parent_id": f"m{i-1}" if i else None}
                          for i in range(50)]}
-    original_row = store._message_row
+    original_row = session_rows.message_row
     calls = []
 
-    def failing_row(pk, message, parent):
+    def failing_row(store, pk, message, parent):
         # Rows are produced one by one as the import inserts them: 29 are written when this fails.
         calls.append(message["id"])
         if len(calls) == 30:
             raise OSError("disk full")
-        return original_row(pk, message, parent)
+        return original_row(store, pk, message, parent)
 
-    monkeypatch.setattr(store, "_message_row", failing_row)
+    monkeypatch.setattr(session_rows, "message_row", failing_row)
     with pytest.raises(OSError):
         import_session(store, data)
     monkeypatch.undo()
-    assert store.find_session("default", "default", "atomic") is None
+    assert store.sessions.find("default", "default", "atomic") is None
     assert store.search("text", tenant_id=ALL_TENANTS) == []
 
 

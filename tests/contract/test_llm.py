@@ -11,8 +11,8 @@ import pytest
 from tests.helpers import ROOT
 from memorylab import Session, create_compact_function
 from memorylab import llm
-from memorylab.errors import InvalidInputError
-from memorylab.llm import DEFAULT_LOCAL_MODEL, ModelError, make_summarizer
+from memorylab.errors import InvalidInputError, ModelError
+from memorylab.llm import DEFAULT_LOCAL_MODEL, make_summarizer
 
 SECRET = "sk-test-SECRET123"
 HELLO = [{"role": "user", "content": "hello"}]

@@ -8,7 +8,8 @@ import pytest
 from memorylab import InvalidInputError, NotFoundError, Session, Store
 from memorylab.longterm import (DEFAULT_SETTINGS, DIAGNOSTICS_LOG_SIZE, GLOBAL, MEMORY_BLOCK_HEADER, SESSION,
                                 LongTermMemory, fit_budget, normalize_memory)
-from memorylab.store.schema import MIGRATIONS
+from memorylab.store.ddl import SQLiteDDL
+from memorylab.store.migrations import MIGRATIONS, apply_migrations
 
 SCHEMA = DEFAULT_SETTINGS["body_schema"]
 SECRET = "sk-test-LONGTERM123"
@@ -133,7 +134,7 @@ def test_after_turn_stores_scoped_records_with_provenance_from_the_stored_turn(s
     assert first["provenance"] == {"source": "after_turn", "session_id": "s1", "extractor": "Step",
                                    "message_ids": [user["id"], answer["id"]], "turn_index": 1,
                                    "tenant_id": "default", "agent_id": "default"}
-    assert first["vector_index"] == {"requested": False, "backend": store.SEARCH_ENGINE, "available": True}
+    assert first["vector_index"] == {"requested": False, "backend": store.search_engine.name, "available": True}
     assert result["skipped"] == [] and result["diagnostics"]["stored"] == [first["id"], second["id"]]
     assert extractor.calls == [{"session_id": "s1", "user_content": "Email me, never call.",
                                 "assistant_content": "Email it is.", "body_schema": SCHEMA, "max_memories": 5,
@@ -217,7 +218,7 @@ def test_the_request_package_is_global_first_with_rendered_lines(lab):
     assert found["rendered"] == (f"{MEMORY_BLOCK_HEADER}\n- [global] Marta wants to be contacted by email\n"
                                  "- [session] Refund of 49.90 for order A-4471 is pending")
     diagnostics = found["diagnostics"]
-    assert diagnostics["plan"]["source"] == "prompt" and diagnostics["index"]["backend"] == lab.store.SEARCH_ENGINE
+    assert diagnostics["plan"]["source"] == "prompt" and diagnostics["index"]["backend"] == lab.store.search_engine.name
     assert diagnostics["scopes"][GLOBAL]["candidate_source"] == "keyword"
     assert diagnostics["selected"] == {GLOBAL: [1], SESSION: [3]}
     assert lab.last_diagnostics is diagnostics
@@ -512,7 +513,7 @@ def test_workspaces_do_not_share_records(lab):
 def test_a_requested_vector_index_is_recorded_and_reported_as_served_by_keyword_search(store):
     lab = memory(store, settings={"vector_index": True})
     added = lab.add_record("Marta likes tea")
-    assert added["vector_index"] == {"requested": True, "backend": store.SEARCH_ENGINE, "available": True}
+    assert added["vector_index"] == {"requested": True, "backend": store.search_engine.name, "available": True}
     result = lab.prepare_request("s1", "tea")
     assert "memory_vector_unavailable" in codes(result)
     assert result["diagnostics"]["index"]["vector_available"] is False
@@ -531,8 +532,7 @@ def test_diagnostics_are_kept_on_the_object_in_a_bounded_log(store):
 
 def test_the_migration_adds_memory_records_to_an_existing_database(db_path):
     conn = sqlite3.connect(db_path)
-    for migration in MIGRATIONS[:-1]:
-        migration(conn)
+    apply_migrations(SQLiteDDL(conn), MIGRATIONS[:-1])
     conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
     conn.commit()
     conn.close()

@@ -7,9 +7,10 @@ import pytest
 
 from memorylab import ChatRunner, InvalidInputError, Session
 from memorylab import longterm_model
+from memorylab.errors import ModelOutputError
 from memorylab.llm import complete
 from memorylab.longterm import MEMORY_BLOCK_HEADER, LongTermMemory
-from memorylab.longterm_model import ModelOutputError, model_steps, parse_json_reply
+from memorylab.longterm_model import model_steps, parse_json_reply
 
 SECRET = "sk-test-MODELSTEP42"
 MEMORIES = {"memories": [{"scope": "global", "summary": "Marta wants to be contacted by email", "tags": ["contact"],

@@ -6,9 +6,10 @@ from memorylab import (ConflictError, KVStore, LongTermMemory, Memory, MemoryAdm
                        SkillDirectoryProvider, SqliteSearchProvider, Store, register_agent)
 from memorylab.check import check_database
 from memorylab.cli import main
-from memorylab.migrate import MigrationError, copy_store
+from memorylab.errors import MigrationError
+from memorylab.migrate import copy_store
 from memorylab.samples import SKILLS_DIR, load_samples
-from memorylab.store.bulk import TABLES, table_columns
+from memorylab.store.bulk import TABLES, BulkCopy, table_columns
 
 HOSTILE = "<script>alert('x')</script> & café naïve 日本語 🎉"
 MESSAGE_COLUMNS = table_columns("messages")
@@ -46,12 +47,12 @@ def add_edge_cases(store):
 
 def dump(store):
     """Every stored row of every table (primary keys first, so sorting never compares further)."""
-    return {table: sorted(row for rows in store.table_rows(table, batch=7) for row in rows) for table in TABLES}
+    return {table: sorted(row for rows in store.bulk.rows(table, batch=7) for row in rows) for table in TABLES}
 
 
 def counts(target):
     with Store(target) as store:
-        return store.table_counts()
+        return store.bulk.counts()
 
 
 @pytest.fixture
@@ -73,7 +74,7 @@ def target(store_target):
 def test_tables_name_every_column_of_the_sqlite_schema(tmp_path):
     """A migration that adds a column or a table fails here until ``TABLES`` copies it."""
     with Store(tmp_path / "schema.db") as store:
-        fts = tuple(index["index"] for index in store.fts_indexes())
+        fts = tuple(index["index"] for index in store.integrity.fts_indexes())
         names = {row["name"] for row in store._all("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert {name for name in names if not name.startswith(("sqlite_", *fts))} == set(TABLES)
         for table in TABLES:
@@ -99,7 +100,7 @@ def test_round_trip_through_postgres_keeps_every_row(lab, postgres_url, tmp_path
     back = tmp_path / "back.db"
     with Store(lab) as source:
         original = dump(source)
-        totals = source.table_counts()
+        totals = source.bulk.counts()
     assert all(totals.values()), "the fixture should fill every table"
 
     there = copy_store(lab, postgres_url, batch=50)
@@ -132,7 +133,7 @@ def test_the_copy_reads_and_takes_new_rows_like_the_original(lab, postgres_url):
             assert tree.get_history()[0]["parts"][0]["text"].endswith("a longer overlay " + HOSTILE)
             assert tree.with_context("notes").get_context_block("notes")["content"] == \
                 f"Prefers window seats; {HOSTILE}"
-            assert store.active_skills(tree.pk, "skills") == ["trip-itinerary"]
+            assert tree.storage.blocks.active_skills("skills") == ["trip-itinerary"]
             assert KVStore(store, tenant_id="acme", namespace="prefs").get_entry("theme")["expires_at"]
             assert Memory(store, agent_id="sales", tenant_id="acme").get("email:ana@example.com")["metadata"][
                 "status"] == "qualified"
@@ -148,8 +149,8 @@ def test_the_copy_reads_and_takes_new_rows_like_the_original(lab, postgres_url):
         KVStore(pg, tenant_id="acme", namespace="prefs").set("new-key", 1)
         SqliteSearchProvider(pg, tenant_id="acme", namespace="faq").set("returns", "Returns within 30 days")
         record = LongTermMemory(pg, workspace="edge").add_record("a new global fact")
-        assert record["id"] == source.table_counts()["memory_records"] + 1
-        assert pg.table_counts()["sessions"] == source.table_counts()["sessions"] + 1
+        assert record["id"] == source.bulk.counts()["memory_records"] + 1
+        assert pg.bulk.counts()["sessions"] == source.bulk.counts()["sessions"] + 1
 
 
 def test_search_finds_the_copied_rows(lab, target):
@@ -158,8 +159,8 @@ def test_search_finds_the_copied_rows(lab, target):
     with Store(target) as store:
         assert [hit["id"] for hit in store.search("quokkas", tenant_id="acme")] == ["u3"]
         assert [hit["id"] for hit in store.search("cafe naive", tenant_id="acme")] == ["a1"]
-        assert [entry["key"] for entry in store.search_entries("acme", "faq", "DHL")] == ["shipping"]
-        found = store.memory_candidates("edge", "SESSION_MEMORY", "edge-tree", query="Zanzibar")
+        assert [entry["key"] for entry in store.entries.search("acme", "faq", "DHL")] == ["shipping"]
+        found = store.long_term.candidates("edge", "SESSION_MEMORY", "edge-tree", query="Zanzibar")
         assert [record["summary"] for record in found] == ["Ana's flight to Zanzibar lands at noon"]
         assert store.search("refund", tenant_id="default", limit=1), "the sample sessions are searchable too"
 
@@ -176,7 +177,7 @@ def test_a_store_that_holds_rows_is_refused_with_nothing_written(lab, target):
 
 def test_a_failure_midway_leaves_the_target_empty(lab, target, monkeypatch):
     with Store(target) as store:
-        insert, written = store.insert_rows, []
+        insert, written = store.bulk.insert, []
 
         def insert_then_fail(table, rows):
             if written[-1:] == ["messages"]:
@@ -184,20 +185,20 @@ def test_a_failure_midway_leaves_the_target_empty(lab, target, monkeypatch):
             written.append(table)
             return insert(table, rows)
 
-        monkeypatch.setattr(store, "insert_rows", insert_then_fail)
+        monkeypatch.setattr(store.bulk, "insert", insert_then_fail)
         with pytest.raises(OSError, match="disk is full"):
             copy_store(lab, store, batch=50)
         assert written[-1] == "messages", "one batch of messages went in before the failure"
-        assert set(store.table_counts().values()) == {0}
+        assert set(store.bulk.counts().values()) == {0}
         monkeypatch.undo()
         assert copy_store(lab, store).ok, "the same target takes the copy afterwards"
 
 
 def _corrupt(table, column, change):
-    """insert_rows that stores ``change(value)`` in the first row's ``column`` but says it stored the
+    """bulk.insert that stores ``change(value)`` in the first row's ``column`` but says it stored the
     rows it was given: the target changing what it was handed, as an engine's coercion would."""
     def install(store):
-        insert = store.insert_rows
+        insert = store.bulk.insert
         at = table_columns(table).index(column)
 
         def corrupting(name, rows):
@@ -216,12 +217,12 @@ def _corrupt(table, column, change):
 ])
 def test_a_copy_that_does_not_verify_is_rolled_back(lab, target, monkeypatch, corruption, expected):
     with Store(target) as store:
-        monkeypatch.setattr(store, "insert_rows", corruption(store))
+        monkeypatch.setattr(store.bulk, "insert", corruption(store))
         with pytest.raises(MigrationError, match="verification failed, nothing was written") as raised:
             copy_store(lab, store)
         assert expected in str(raised.value)
         assert not raised.value.report.ok
-        assert set(store.table_counts().values()) == {0}
+        assert set(store.bulk.counts().values()) == {0}
 
 
 def test_a_target_whose_search_finds_nothing_does_not_verify(lab, target, monkeypatch):
@@ -229,7 +230,7 @@ def test_a_target_whose_search_finds_nothing_does_not_verify(lab, target, monkey
         monkeypatch.setattr(store, "search", lambda *args, **kwargs: [])
         with pytest.raises(MigrationError, match=r"searching the target for '\w+' does not find message"):
             copy_store(lab, store)
-        assert set(store.table_counts().values()) == {0}
+        assert set(store.bulk.counts().values()) == {0}
 
 
 def test_a_missing_source_file_is_an_error_and_stays_missing(tmp_path):
@@ -247,7 +248,7 @@ def test_sqlite_to_sqlite(lab, tmp_path):
 
 def test_cli_migrate_prints_progress_and_a_verified_summary(lab, postgres_url, capsys):
     with Store(lab) as source:
-        totals = source.table_counts()
+        totals = source.bulk.counts()
     # The test servers trust local connections, so the password is ignored; it must never be shown.
     url = postgres_url + "&password=hunter2"
     assert main(["migrate", "--from", str(lab), "--to", url]) == 0
@@ -301,7 +302,7 @@ def test_a_failed_copy_into_a_new_file_leaves_no_file(lab, tmp_path, monkeypatch
     def fail(self, table, rows):
         raise OSError("disk full")
 
-    monkeypatch.setattr(Store, "insert_rows", fail)
+    monkeypatch.setattr(BulkCopy, "insert", fail)
     with pytest.raises(OSError, match="disk full"):
         copy_store(lab, target)
     assert list(tmp_path.glob("new.db*")) == []

@@ -100,7 +100,7 @@ def test_sessions_frame_from_a_store_or_its_rows(store):
     assert list(frame.columns) == SESSION_COLUMNS and len(frame) == 2
     assert dict(zip(frame["session_id"], frame["message_count"])) == {"one": 4, "two": 2}
     assert set(frame["title"]) == {f"Support {SCRIPT}"}
-    assert to_dataframe(store.list_sessions()).equals(frame)
+    assert to_dataframe(store.sessions.list()).equals(frame)
 
 
 def test_kv_frame_holds_every_live_entry_across_pages(store, monkeypatch):

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from memorylab import InvalidInputError, MemoryLabError, Session, SqliteSearchProvider, Store, StoreBusyError
 from memorylab.longterm import LongTermMemory
-from memorylab.store.pg_schema import SCHEMA_VERSION
+from memorylab.store.migrations import SCHEMA_VERSION
 from memorylab.store.postgres import PostgresStore, redact
 
 from tests.helpers import count_rows, examples, ids, text_message
@@ -19,7 +19,7 @@ def test_a_url_opens_postgres_and_a_path_opens_sqlite(postgres_url, db_path):
     with Store(postgres_url) as store, Store(db_path) as file_store:
         assert isinstance(store, PostgresStore)
         assert type(file_store).__name__ == "SQLiteStore"
-        assert store.SEARCH_ENGINE == "postgres-tsvector" and file_store.SEARCH_ENGINE == "fts5"
+        assert store.search_engine.name == "postgres-tsvector" and file_store.search_engine.name == "fts5"
 
 
 @pytest.mark.parametrize("url, shown", [
@@ -77,10 +77,10 @@ def test_nul_characters_keep_the_message_and_refuse_plain_text_columns(postgres_
         assert session.get_message("m")["parts"][0]["text"] == "before\x00after words"
         assert [h["content"] for h in session.search("after")] == ["before\ufffdafter words"]
         with pytest.raises(InvalidInputError, match="NUL character"):
-            store.set_block_content(session.pk, "memory", "a\x00b")
+            session.storage.blocks.set_content("memory", "a\x00b")
         with pytest.raises(InvalidInputError, match="NUL character"):
             session.add_compaction("summary\x00", "m", "m")
-        assert store.block_content(session.pk, "memory") is None and session.get_compactions() == []
+        assert session.storage.blocks.content("memory") is None and session.get_compactions() == []
         assert count_rows(store, "messages") == 1
 
 
@@ -158,8 +158,8 @@ def searchable(postgres_server):
 def test_search_never_raises_on_any_text(searchable, query):
     store, session, entries, memory = searchable
     for hits in (store.search(query, tenant_id="default"), session.search(query),
-                 store.search_entries("default", "knowledge", query),
-                 memory.store.memory_candidates(memory.workspace, "GLOBAL_MEMORY", None, query=query)):
+                 store.entries.search("default", "knowledge", query),
+                 memory.store.long_term.candidates(memory.workspace, "GLOBAL_MEMORY", None, query=query)):
         assert isinstance(hits, list)
 
 
@@ -169,7 +169,7 @@ def test_search_folds_accents_and_keeps_operators_as_words(searchable):
     assert ids(session.search("<-> !x")) == ["m4"]
     assert ids(session.search("don't")) == ["m5"]
     assert ids(session.search("日本語")) == ["m2"]
-    assert [e["key"] for e in store.search_entries("default", "knowledge", "five day")] == ["refunds"]
+    assert [e["key"] for e in store.entries.search("default", "knowledge", "five day")] == ["refunds"]
     assert "refunds take five days" in entries.search("refund")
-    found = memory.store.memory_candidates(memory.workspace, "GLOBAL_MEMORY", None, query="email about refund")
+    found = memory.store.long_term.candidates(memory.workspace, "GLOBAL_MEMORY", None, query="email about refund")
     assert [r["summary"] for r in found] == ["the user prefers e-mail about refunds"]

@@ -13,7 +13,7 @@ def loaded(store):
 
 
 def open_sample(store, session_id):
-    row = next(r for r in store.list_sessions() if r["session_id"] == session_id)
+    row = next(r for r in store.sessions.list() if r["session_id"] == session_id)
     return Session.open(store, session_id, agent_id=row["agent_id"], tenant_id=row["tenant_id"])
 
 
@@ -21,7 +21,7 @@ def test_four_conversations_load_once(store):
     assert len(sample_files()) == 4
     assert len(load_samples(store)) == 4
     assert load_samples(store) == []
-    assert {r["session_id"] for r in store.list_sessions()} == {
+    assert {r["session_id"] for r in store.sessions.list()} == {
         "support-order-4471", "coding-csv-importer", "trip-planning-branches", "long-migration-project",
         *sample_memory_keys()}
 

@@ -142,4 +142,4 @@ def test_sql_metacharacters_in_ids_are_plain_data(store):
     s = Session.create(store, nasty, agent_id='a"b')
     s.append_message(text_message("id'); --", "still here"))
     assert Session.open(store, nasty, agent_id='a"b').get_history()[0]["id"] == "id'); --"
-    assert store.list_sessions()[0]["session_id"] == nasty
+    assert store.sessions.list()[0]["session_id"] == nasty

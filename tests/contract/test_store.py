@@ -4,7 +4,7 @@ import pytest
 
 from memorylab import MemoryLabError, Session, Store
 from memorylab.store import ALL_TENANTS
-from memorylab.store.schema import SCHEMA_VERSION
+from memorylab.store.migrations import SCHEMA_VERSION
 
 from tests.helpers import count_rows, text_message
 
@@ -47,7 +47,7 @@ def test_deleting_a_session_cascades_to_messages_and_search(store):
     s = Session.create(store, "gone")
     s.append_message(text_message("a", "ephemeral words"))
     s.add_compaction("x", "a", "a")
-    store.delete_session(s.pk)
+    s.storage.delete()
     assert store.search("ephemeral", tenant_id=ALL_TENANTS) == []
     assert count_rows(store, "compactions") == count_rows(store, "messages") == 0
 
@@ -58,13 +58,13 @@ def test_list_sessions_counts_messages_branches_and_tokens(store):
     s.append_message(text_message("a", "answer one", "assistant"))
     s.append_message(text_message("b", "answer two", "assistant"), parent_id=root["id"])
     Session.create(store, "empty", tenant_id="other")
-    rows = {r["session_id"]: r for r in store.list_sessions()}
+    rows = {r["session_id"]: r for r in store.sessions.list()}
     assert rows["tree"]["message_count"] == 3
     assert rows["tree"]["branch_count"] == 2
     assert rows["tree"]["tokens"] == sum(m["tokens"] for m in s.get_all_messages())
     assert rows["tree"]["metadata"] == {"title": "A tree"}
     assert rows["empty"]["message_count"] == 0 and rows["empty"]["branch_count"] == 0
-    assert [r["session_id"] for r in store.list_sessions(tenant_id="other")] == ["empty"]
+    assert [r["session_id"] for r in store.sessions.list(tenant_id="other")] == ["empty"]
 
 
 def test_a_failed_write_leaves_nothing_behind(store):

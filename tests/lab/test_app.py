@@ -23,9 +23,9 @@ def test_first_start_creates_the_lab_database_from_sample_data(lab_db):
     assert lab_db.exists()
     table = app.dataframe[0].value
     with Store(lab_db) as store:
-        assert len(table) == len(store.list_sessions()) == len(sample_files()) + len(sample_memory_keys())
+        assert len(table) == len(store.sessions.list()) == len(sample_files()) + len(sample_memory_keys())
     with Store(lab_db) as store:
-        sessions = {s["session_id"]: s for s in store.list_sessions()}
+        sessions = {s["session_id"]: s for s in store.sessions.list()}
     assert set(table["session"]) == set(sessions)
     for _, row in table.iterrows():
         assert row["messages"] == sessions[row["session"]]["message_count"]

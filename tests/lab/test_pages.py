@@ -65,7 +65,7 @@ def test_context_block_over_budget_shows_the_refusal_and_keeps_the_content(lab_d
     with Store(lab_db) as store:
         ref = app.session_state["session_ref"]
         session = Session.open(store, ref[2], agent_id=ref[1], tenant_id=ref[0])
-        assert store.block_content(session.pk, "memory") in (None, "")
+        assert session.storage.blocks.content("memory") in (None, "")
 
 
 def test_context_block_edit_then_refresh_prompt(lab_db):
@@ -203,10 +203,10 @@ def test_memory_page_lists_memories_and_sets_a_status(lab_db):
     app = run_page("memory.py")
     assert [s for s in app.selectbox if s.label == "Agent"][0].value.startswith("sales-assistant")
     table = app.dataframe[0].value
-    assert set(table["memory key"]) == {"phone:+447700900123", "email:priya.n@example.org", "id:lead-7731"}
-    assert dict(zip(table["memory key"], table["status"]))["phone:+447700900123"] == "qualified"
+    assert set(table["id"]) == {"phone:+447700900123", "email:priya.n@example.org", "id:lead-7731"}
+    assert dict(zip(table["id"], table["status"]))["phone:+447700900123"] == "qualified"
     app.text_input(key="memory_status").set_value("closed").run()
-    assert list(app.dataframe[0].value["memory key"]) == ["id:lead-7731"]
+    assert list(app.dataframe[0].value["id"]) == ["id:lead-7731"]
 
 
 def test_kv_browser_adds_refuses_and_deletes(lab_db):
@@ -252,7 +252,7 @@ def test_long_term_page_lists_records_and_runs_a_retrieval(lab_db):
     assert {"GLOBAL_MEMORY", "SESSION_MEMORY"} == set(table["scope"])
     app.selectbox(key="ltm_scope").select("SESSION_MEMORY").run()
     app.selectbox(key="ltm_session").select("support-order-4471").run()
-    assert set(app.dataframe[0].value["session"]) == {"support-order-4471"}
+    assert set(app.dataframe[0].value["session_id"]) == {"support-order-4471"}
     app.selectbox(key="ltm_target").select("support-order-4471").run()
     [b for b in app.button if b.label == "Run prepare_request"][0].click().run()
     assert not app.exception
@@ -296,8 +296,19 @@ def test_the_sidebar_switches_to_postgres_and_keeps_the_current_database_on_fail
     app.button[0].click().run()
     assert not app.exception
     with Store(postgres_url) as store:
-        sessions = {s["session_id"] for s in store.list_sessions()}
+        sessions = {s["session_id"] for s in store.sessions.list()}
     assert "support-order-4471" in sessions
     assert set(app.dataframe[0].value["session"]) == sessions
     app.switch_page("pages/search.py").run()
     assert not app.exception and app.session_state["database"] == postgres_url
+
+
+def test_the_sidebar_keeps_the_current_database_when_a_file_is_not_one(lab_db, tmp_path):
+    foreign = tmp_path / "notes.db"
+    foreign.write_text("these are not the pages of a database " * 200)
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    app.run()
+    _open_database(app, str(foreign))
+    assert any(e.value.startswith("Could not open it, so the current database stays open") and
+               "file is not a database" in e.value for e in app.error)
+    assert "database" not in app.session_state and app.session_state["session_ref"][2] == "support-order-4471"

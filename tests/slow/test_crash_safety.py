@@ -20,6 +20,8 @@ import pytest
 
 from memorylab import Session, Store, create_compact_function, import_session, read_export
 from memorylab.check import check_database
+from memorylab.store.sessions import SqlSessionStorage
+from memorylab.store import sessions as session_rows
 
 from tests.helpers import database_rows, text_message
 
@@ -78,16 +80,16 @@ def big_export(tmp_path_factory):
 
 def _import_and_hang(path, export_path, inserted):
     """Import, but stop inside the transaction after KILL_AFTER_ROWS rows and wait to be killed."""
-    real_row, rows = Store._message_row, itertools.count(1)
+    real_row, rows = session_rows.message_row, itertools.count(1)
 
-    def message_row(self, *args):
+    def message_row(*args):
         # Rows are produced one at a time as the import inserts them: this one follows KILL_AFTER_ROWS.
         if next(rows) == KILL_AFTER_ROWS + 1:
             inserted.set()
             time.sleep(300)
-        return real_row(self, *args)
+        return real_row(*args)
 
-    Store._message_row = message_row
+    session_rows.message_row = message_row
     with Store(path) as store:
         import_session(store, read_export(export_path))
 
@@ -133,14 +135,14 @@ def _compact(path, reached, hang_in):
         return "The user and the assistant exchanged forty numbered messages."
 
     if hang_in == "transaction":
-        real_get = Store.get_compaction
+        real_get = SqlSessionStorage.get_overlay
 
-        def get_compaction(self, *args):  # called inside add_compaction's transaction, after the INSERT
+        def get_overlay(self, *args):  # called inside add_overlay's transaction, after the INSERT
             real_get(self, *args)
             reached.set()
             time.sleep(300)
 
-        Store.get_compaction = get_compaction
+        SqlSessionStorage.get_overlay = get_overlay
     with Store(path) as store:
         session = Session.open(store, "existing").on_compaction(
             create_compact_function(summarize, protect_head=2, tail_token_budget=50))

@@ -6,7 +6,8 @@ import pytest
 
 from memorylab import Session, StaticProvider, llm, local_model, local_runtimes
 from memorylab.chat import ChatRunner, chat_errors
-from memorylab.llm import DEFAULT_LOCAL_MODEL, ModelError
+from memorylab.errors import ModelError
+from memorylab.llm import DEFAULT_LOCAL_MODEL
 
 TOOLS = [{"type": "function", "function": {
     "name": "set_context", "description": "Write to a context block.\nBlocks: memory",

@@ -12,6 +12,7 @@ import psycopg
 import pytest
 
 from memorylab import Session, Store, local_postgres
+from memorylab.errors import LocalPostgresError
 
 from tests.helpers import text_message
 
@@ -63,5 +64,5 @@ def test_a_folder_the_server_user_cannot_enter_is_a_clear_error_as_root(tmp_path
         local_postgres.start(tmp_path)  # our own user: any folder of ours works
         local_postgres.stop(tmp_path)
         return
-    with pytest.raises(local_postgres.LocalPostgresError, match="cannot enter"):
+    with pytest.raises(LocalPostgresError, match="cannot enter"):
         local_postgres.start(tmp_path)

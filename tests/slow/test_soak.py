@@ -126,7 +126,7 @@ def test_soak_writers_readers_and_compaction_lose_nothing(db_path):
             assert [m["id"] for m in session.get_history(leaf["id"], apply_compactions=False)] == walks[leaf["id"]]
         assert len(session.get_compactions()) == counts["overlays"]
         assert session.get_history()[0]["parent_id"] is None
-        assert store.integrity_errors() == []
+        assert store.integrity.integrity_errors() == []
         report = check_database(store)
         assert report.ok, str(report)
     print(f"\nsoak: {len(messages)} messages, {len(leaves)} leaves, {counts['overlays']} overlays, "
@@ -171,4 +171,4 @@ def test_a_new_file_locked_by_another_writer_fails_to_open_clearly(tmp_path):
     other.execute("ROLLBACK")
     other.close()
     with Store(path, timeout=0.2) as store:
-        assert store.list_sessions() == []
+        assert store.sessions.list() == []

@@ -1,0 +1,73 @@
+"""The KV store's rows: JSON values by tenant, namespace and key, with optional expiry.
+
+Timestamps arrive already in the store's ISO form, so the clock stays with the caller
+(``memorylab.kv``). Expired rows are filtered out of every read and deleted by the next write to
+their namespace.
+"""
+from .repository import Repository
+
+_LIVE = "(expires_at IS NULL OR expires_at > :now)"
+
+
+class KVEntries(Repository):
+    def _purge_expired(self, conn, tenant_id, namespace, now):
+        conn.execute(
+            "DELETE FROM kv_entries WHERE tenant_id = ? AND namespace = ? AND expires_at <= ?",
+            (tenant_id, namespace, now),
+        )
+
+    def set(self, tenant_id, namespace, key, value, *, expires_at, now):
+        """Store a JSON text; ``created_at`` survives an update of a live entry."""
+        with self.transaction() as conn:
+            self._purge_expired(conn, tenant_id, namespace, now)
+            conn.execute(
+                "INSERT INTO kv_entries (tenant_id, namespace, key, value, expires_at, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, namespace, key) DO UPDATE SET"
+                " value = excluded.value, expires_at = excluded.expires_at, updated_at = excluded.updated_at",
+                (tenant_id, namespace, key, value, expires_at, now, now),
+            )
+
+    def get(self, tenant_id, namespace, key, *, now):
+        row = self._one(
+            f"SELECT key, value, expires_at, created_at, updated_at FROM kv_entries"
+            f" WHERE tenant_id = :tenant AND namespace = :ns AND key = :key AND {_LIVE}",
+            {"tenant": tenant_id, "ns": namespace, "key": key, "now": now},
+        )
+        return dict(row) if row else None
+
+    def entries(self, tenant_id, namespace, pattern, *, now, limit=-1, offset=0):
+        """Live entries whose key matches the ``*``/``?`` glob ``pattern``, by key (limit -1: all)."""
+        rows = self._all(
+            f"""SELECT key, value, expires_at, created_at, updated_at FROM kv_entries
+            WHERE tenant_id = :tenant AND namespace = :ns AND {self._store._glob("key", ":glob")} AND {_LIVE}
+            ORDER BY key LIMIT :limit OFFSET :offset""",
+            {"tenant": tenant_id, "ns": namespace, "glob": self._store._glob_pattern(pattern), "now": now,
+             "limit": limit if limit >= 0 else self._store._NO_LIMIT, "offset": offset},
+        )
+        return [dict(r) for r in rows]
+
+    def namespaces(self, tenant_id, *, now):
+        """``[{"namespace", "entries"}]``: the namespaces of a tenant that hold live entries."""
+        rows = self._all(
+            f"SELECT namespace, COUNT(*) AS entries FROM kv_entries WHERE tenant_id = :tenant AND {_LIVE}"
+            " GROUP BY namespace ORDER BY namespace",
+            {"tenant": tenant_id, "now": now},
+        )
+        return [dict(r) for r in rows]
+
+    def delete(self, tenant_id, namespace, key, *, now):
+        """Remove one entry; True when a live one was removed."""
+        with self.transaction() as conn:
+            self._purge_expired(conn, tenant_id, namespace, now)
+            return conn.execute(
+                "DELETE FROM kv_entries WHERE tenant_id = ? AND namespace = ? AND key = ?",
+                (tenant_id, namespace, key),
+            ).rowcount > 0
+
+    def clear(self, tenant_id, namespace, *, now):
+        """Remove every entry of a namespace; returns how many live ones there were."""
+        with self.transaction() as conn:
+            self._purge_expired(conn, tenant_id, namespace, now)
+            return conn.execute(
+                "DELETE FROM kv_entries WHERE tenant_id = ? AND namespace = ?", (tenant_id, namespace)
+            ).rowcount

@@ -1,0 +1,251 @@
+"""The storage interfaces, written down: what each repository of a ``Store`` promises.
+
+The SQL repositories in this package implement them for SQLite and PostgreSQL alike. The engine
+above (``Session``, ``Memory``, ``KVStore``, ``LongTermMemory``, ``memorylab check`` and
+``memorylab migrate``) relies on these methods and nothing else, so another storage only has to
+answer them. Messages, overlays and rows are plain dicts; their keys are listed where they first
+appear. ``pk`` is a session's internal key, which only the catalog hands out.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol
+
+
+class SessionStorage(Protocol):
+    """One session's tree of messages, its compaction overlays, status and context rows.
+
+    A message is ``{"id", "role", "parts", "created_at", "metadata", "parent_id", "tokens"}``. The
+    ``parent`` of ``append`` says where it goes: ``LATEST_LEAF`` (the default) under the session's
+    newest message, ``None`` as a new root, or a message id, which must exist in this session.
+    """
+
+    pk: int
+    blocks: SessionBlockStorage
+
+    def info(self) -> dict:
+        """``{"session_id", "tenant_id", "agent_id", "created_at", "updated_at", "metadata"}``."""
+
+    def set_metadata(self, metadata: dict) -> None: ...
+
+    def status(self) -> str | None:
+        """The memory manager's status; None while the memory is in progress."""
+
+    def set_status(self, status: str | None, updated_at: str) -> None: ...
+
+    def delete(self) -> None:
+        """Remove the session with everything it holds."""
+
+    def append(self, message: dict, parent: Any = ...) -> dict:
+        """Store a normalized message and return it with its ``parent_id``. Idempotent: appending an
+        id the session already holds changes nothing and returns the stored message."""
+
+    def get(self, message_id: str) -> dict | None:
+        """The message, None when there is none; ``DamagedRowError`` when its row cannot be read."""
+
+    def latest_leaf_id(self) -> str | None: ...
+
+    def path(self, leaf_id: str) -> list[dict]:
+        """Root-to-leaf messages, overlays not applied; ``[]`` for an unknown leaf. A damaged row is
+        left out with a ``DamagedRowWarning`` (so are the readers of many messages below)."""
+
+    def path_stats(self, leaf_id: str) -> tuple[int, int]:
+        """(number of messages, sum of stored token estimates) of ``path(leaf_id)``, without loading it."""
+
+    def children(self, message_id: str | None) -> list[dict]:
+        """The messages under ``message_id`` (None: the roots), oldest first."""
+
+    def child_counts(self) -> dict[str, int]: ...
+
+    def newest_leaf_under(self, message_id: str) -> str | None: ...
+
+    def leaves(self) -> list[dict]:
+        """Messages without children, newest first."""
+
+    def all(self) -> list[dict]:
+        """Every message, parents before children."""
+
+    def count(self) -> int: ...
+
+    def update(self, message: dict) -> dict:
+        """Replace a message's content; its place in the tree stays. ``NotFoundError`` if absent."""
+
+    def delete_messages(self, message_ids: Iterable[str]) -> int:
+        """Remove messages, re-attaching their children to their parents and dropping the overlays
+        that start or end at them; unknown ids are skipped. Returns how many went."""
+
+    def clear(self) -> int:
+        """Remove every message, overlay and skill activation; returns the number of messages."""
+
+    def search(self, query: str, *, tenant_id: str, limit: int = 20, roles: list[str] | None = None) -> list[dict]:
+        """Ranked hits in this session (the shape of ``Store.search``)."""
+
+    def add_overlay(self, summary: str, from_id: str, to_id: str, metadata: dict | None = None) -> dict:
+        """Store an overlay ``{"id", "from_id", "to_id", "summary", "created_at", "metadata"}`` over
+        ``from_id..to_id``, one root-to-leaf range; ids count up per session."""
+
+    def get_overlay(self, overlay_id: int) -> dict | None: ...
+
+    def overlays(self) -> list[dict]:
+        """Every overlay, oldest first (whether each applies depends on the path read)."""
+
+    def delete_overlay(self, overlay_id: int) -> None:
+        """``NotFoundError`` when the session has no such overlay."""
+
+
+class SessionCatalog(Protocol):
+    """Every session, by tenant, agent and session id."""
+
+    def find(self, tenant_id: str, agent_id: str, session_id: str) -> int | None: ...
+
+    def ensure(self, tenant_id: str, agent_id: str, session_id: str, metadata: dict | None = None) -> int:
+        """The session's key, creating it (and registering its agent) when it does not exist."""
+
+    def storage(self, pk: int) -> SessionStorage: ...
+
+    def list(self, *, tenant_id: str | None = None, agent_id: str | None = None) -> list[dict]:
+        """Sessions, most recently updated first, with ``message_count``, ``branch_count`` and ``tokens``."""
+
+    def write(self, tenant_id: str, agent_id: str, session_id: str, *, created_at: str, updated_at: str,
+              metadata: dict, cached_prompt: str | None, messages: list[dict], compactions: list[dict],
+              context_blocks: list[dict], replace: bool = False) -> int:
+        """Write a whole, validated session in one transaction; ``ConflictError`` when it exists
+        unless ``replace``."""
+
+
+class SessionBlockStorage(Protocol):
+    """One session's stored block contents, frozen system prompt and active skills."""
+
+    def all(self) -> list[dict]:
+        """``[{"label", "content", "updated_at"}]`` by label."""
+
+    def content(self, label: str) -> str | None: ...
+
+    def set_content(self, label: str, content: str) -> None: ...
+
+    def cached_prompt(self) -> str | None: ...
+
+    def set_cached_prompt(self, prompt: str | None) -> None: ...
+
+    def active_skills(self, label: str) -> list[str]:
+        """Keys of the active skills of a skills block, in the order they were activated."""
+
+    def set_skill_active(self, label: str, key: str, active: bool) -> None: ...
+
+
+class EntryStorage(Protocol):
+    """Keyed text entries that searchable blocks index, per tenant and namespace."""
+
+    def put(self, tenant_id: str, namespace: str, key: str, content: str) -> None: ...
+
+    def delete(self, tenant_id: str, namespace: str, key: str) -> bool: ...
+
+    def count(self, tenant_id: str, namespace: str) -> int: ...
+
+    def list(self, tenant_id: str, namespace: str) -> list[dict]:
+        """``[{"key", "content", "updated_at"}]`` by key."""
+
+    def search(self, tenant_id: str, namespace: str, query: str, limit: int = 5) -> list[dict]:
+        """Ranked entries; any query string is safe."""
+
+
+class KVStorage(Protocol):
+    """JSON texts by tenant, namespace and key; ``now`` and ``expires_at`` are ISO timestamps from
+    the caller's clock, and an expired entry is never returned."""
+
+    def set(self, tenant_id: str, namespace: str, key: str, value: str, *, expires_at: str | None,
+            now: str) -> None: ...
+
+    def get(self, tenant_id: str, namespace: str, key: str, *, now: str) -> dict | None:
+        """``{"key", "value", "expires_at", "created_at", "updated_at"}`` of a live entry."""
+
+    def entries(self, tenant_id: str, namespace: str, pattern: str, *, now: str, limit: int = -1,
+                offset: int = 0) -> list[dict]:
+        """Live entries whose key matches the ``*``/``?`` glob, by key (``limit=-1``: all)."""
+
+    def namespaces(self, tenant_id: str, *, now: str) -> list[dict]: ...
+
+    def delete(self, tenant_id: str, namespace: str, key: str, *, now: str) -> bool: ...
+
+    def clear(self, tenant_id: str, namespace: str, *, now: str) -> int: ...
+
+
+class AgentStorage(Protocol):
+    """A tenant's agents, and the memory manager's view of an agent's sessions."""
+
+    def register(self, tenant_id: str, agent_id: str, *, created_at: str, name: str | None = None,
+                 name_key: str | None = None, slug: str | None = None) -> dict:
+        """Create the agent or update what is given; ``ConflictError`` for a slug another agent has."""
+
+    def find(self, tenant_id: str, reference: str, name_key: str) -> list[dict]:
+        """Agents whose id, slug or folded name match, best first, each with ``matched_by``."""
+
+    def list(self, tenant_id: str) -> list[dict]: ...
+
+    def memories(self, tenant_id: str, agent_id: str, *, interaction_before: str | None = None,
+                 status: Any = ..., date_from: str | None = None, date_field: str = "updated_at",
+                 limit: int = 20, offset: int = 0) -> list[dict]:
+        """An agent's sessions with status, message count, newest summary and newest message."""
+
+
+class LongTermStorage(Protocol):
+    """Long-term memory records of every workspace; ``scope`` is ``GLOBAL_MEMORY`` or
+    ``SESSION_MEMORY`` (then confined to ``session_id``)."""
+
+    def insert(self, workspace: str, records: list[dict]) -> list[dict]: ...
+
+    def get(self, workspace: str, record_id: int) -> dict | None: ...
+
+    def list(self, workspace: str, *, scope: str | None = None, session_id: str | None = None) -> list[dict]: ...
+
+    def update(self, workspace: str, record_id: int, record: dict) -> dict | None: ...
+
+    def delete(self, workspace: str, record_id: int) -> bool: ...
+
+    def find_duplicate(self, workspace: str, scope: str, session_id: str | None, summary: str) -> dict | None: ...
+
+    def candidates(self, workspace: str, scope: str, session_id: str | None, *, query: str | None = None,
+                   match: str = "words", tags: tuple = (), limit: int = 8) -> list[dict]:
+        """Records of one scope found by ``query`` (``match``: words or substring) carrying every tag."""
+
+    def tags(self, workspace: str, session_id: str | None, *, limit: int = 50) -> list[str]: ...
+
+    def locate_turn(self, session_id: str, user_text: str, assistant_text: str) -> dict | None:
+        """The stored ids of a user message and the answer after it, for provenance."""
+
+
+class IntegrityChecks(Protocol):
+    """Questions for ``memorylab check``, each empty on a healthy database; nothing is repaired."""
+
+    def database_size(self) -> dict: ...
+
+    def integrity_errors(self, limit: int = 100) -> list[str]: ...
+
+    def fts_indexes(self) -> list[dict]: ...
+
+    def rows_of_missing_parents(self) -> dict: ...
+
+    def messages_with_missing_parent(self) -> list[dict]: ...
+
+    def messages_off_every_root(self) -> list[dict]: ...
+
+    def unreadable_messages(self, batch: int = 5000) -> list[dict]: ...
+
+    def overlays_off_path(self) -> list[dict]: ...
+
+    def stale_latest_pointers(self) -> list[dict]: ...
+
+
+class BulkStorage(Protocol):
+    """Whole tables row by row, for ``memorylab migrate``."""
+
+    def counts(self) -> dict[str, int]: ...
+
+    def rows(self, table: str, batch: int = 1000) -> Iterator[list[tuple]]:
+        """Rows in primary-key order, in lists of up to ``batch``."""
+
+    def insert(self, table: str, rows: list[tuple]) -> list[tuple]:
+        """Insert rows with their keys; returns them as written."""
+
+    def advance_identity(self, table: str, column: str) -> None:
+        """Make generated keys follow the largest inserted one."""

@@ -1,0 +1,475 @@
+"""Sessions: the catalog of a store's sessions, and the storage of one session's tree.
+
+``store.sessions`` finds, creates, lists and imports sessions; ``store.sessions.storage(pk)`` is one
+session's ``SqlSessionStorage``: its messages as a tree, its compaction overlays, its search, its
+status, and its context blocks (``storage.blocks``). A ``Session`` holds one and never names the
+internal key again.
+"""
+import json
+import warnings
+
+from ..errors import ConflictError, DamagedRowError, DamagedRowWarning, InvalidMessageError, NotFoundError
+from ..messages import message_text, utc_now_iso
+from ..shapes import Messages, SessionRows
+from .agents import register_agent_row
+from .context import SessionBlocks
+from .repository import Repository
+from .rows import MESSAGE_COLUMNS, dumps, message_from_row
+
+LATEST_LEAF = object()
+"""Parent marker for "append under the newest leaf" (the default of ``append``)."""
+
+_MAX_DEPTH = 10_000_000
+_INSERT_MESSAGE = ("INSERT INTO messages (session_pk, id, parent_id, role, parts, text, created_at, metadata,"
+                   " tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_POINT_TO_LATEST = "UPDATE sessions SET updated_at = ?, latest_message_id = ? WHERE pk = ?"
+_PATH = """WITH RECURSIVE path(seq, parent_id, depth) AS (
+        SELECT seq, parent_id, 0 FROM messages WHERE session_pk = :pk AND id = :leaf
+        UNION ALL
+        SELECT m.seq, m.parent_id, path.depth + 1 FROM messages m JOIN path
+            ON m.session_pk = :pk AND m.id = path.parent_id
+        WHERE path.depth < :max_depth
+    )"""
+
+
+def message_row(store, pk, message, parent_id):
+    """The values of ``_INSERT_MESSAGE`` for a normalized message (its search copy is ``store``'s)."""
+    return (
+        pk, message["id"], parent_id, message["role"], dumps(message["parts"]),
+        store._searchable(message_text(message)), message["created_at"], dumps(message["metadata"]),
+        message["tokens"],
+    )
+
+
+def insert_as_latest(conn, store, pk, message, parent_id):
+    """Write the message and make it the session's newest: two statements, or one round trip where
+    the backend chains them (``store._CHAIN_LATEST``)."""
+    row = message_row(store, pk, message, parent_id)
+    if store._CHAIN_LATEST:
+        conn.execute(f"WITH added AS ({_INSERT_MESSAGE}) {_POINT_TO_LATEST}", (*row, utc_now_iso(), message["id"], pk))
+    else:
+        conn.execute(_INSERT_MESSAGE, row)
+        conn.execute(_POINT_TO_LATEST, (utc_now_iso(), message["id"], pk))
+
+
+def _overlay_from_row(row):
+    return {
+        "id": row["id"],
+        "from_id": row["from_id"],
+        "to_id": row["to_id"],
+        "summary": row["summary"],
+        "created_at": row["created_at"],
+        "metadata": json.loads(row["metadata"]),
+    }
+
+
+class SqlSessionCatalog(Repository):
+    """Every session of the store, by (tenant, agent, session id)."""
+
+    def find(self, tenant_id, agent_id, session_id):
+        """The internal key of a session, or None."""
+        row = self._one(
+            "SELECT pk FROM sessions WHERE tenant_id = ? AND agent_id = ? AND session_id = ?",
+            (tenant_id, agent_id, session_id),
+        )
+        return row["pk"] if row else None
+
+    def ensure(self, tenant_id, agent_id, session_id, metadata=None):
+        """The key of a session, created (with ``metadata``) when it does not exist yet."""
+        with self.transaction() as conn:
+            pk = self.find(tenant_id, agent_id, session_id)
+            if pk is not None:
+                return pk
+            now = utc_now_iso()
+            register_agent_row(conn, tenant_id, agent_id, now)
+            # A writer that does not hold the whole database may lose the race to create it.
+            row = conn.execute(
+                "INSERT INTO sessions (tenant_id, agent_id, session_id, created_at, updated_at, metadata)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, agent_id, session_id) DO NOTHING RETURNING pk",
+                (tenant_id, agent_id, session_id, now, now, dumps(metadata or {})),
+            ).fetchone()
+            return row[0] if row else self.find(tenant_id, agent_id, session_id)
+
+    def storage(self, pk):
+        """The ``SqlSessionStorage`` of the session with internal key ``pk``."""
+        return SqlSessionStorage(self._store, pk)
+
+    def list(self, *, tenant_id=None, agent_id=None):
+        """Every session with its message count, branch (leaf) count and stored token total."""
+        where, params = [], []
+        for column, value in (("tenant_id", tenant_id), ("agent_id", agent_id)):
+            if value is not None:
+                where.append(f"s.{column} = ?")
+                params.append(value)
+        # Leaves = messages - messages that are somebody's parent: two index-only aggregates instead
+        # of a child lookup per message (the sidebar runs this on every rerun of every page).
+        rows = self._all(
+            f"""SELECT s.*, COALESCE(c.n, 0) AS message_count, CAST(COALESCE(c.tokens, 0) AS BIGINT) AS tokens,
+                   COALESCE(c.n, 0) - COALESCE(p.parents, 0) AS branch_count
+            FROM sessions s
+            LEFT JOIN (SELECT session_pk, COUNT(*) AS n, SUM(tokens) AS tokens FROM messages GROUP BY session_pk) c
+                ON c.session_pk = s.pk
+            LEFT JOIN (SELECT session_pk, COUNT(DISTINCT parent_id) AS parents FROM messages
+                       WHERE parent_id IS NOT NULL GROUP BY session_pk) p ON p.session_pk = s.pk
+            {"WHERE " + " AND ".join(where) if where else ""}
+            ORDER BY s.updated_at DESC, s.pk DESC""",
+            params,
+        )
+        return SessionRows(
+            {
+                "session_id": r["session_id"],
+                "tenant_id": r["tenant_id"],
+                "agent_id": r["agent_id"],
+                "created_at": r["created_at"],
+                "updated_at": r["updated_at"],
+                "message_count": r["message_count"],
+                "branch_count": r["branch_count"],
+                "tokens": r["tokens"],
+                "metadata": json.loads(r["metadata"]),
+            }
+            for r in rows
+        )
+
+    def write(self, tenant_id, agent_id, session_id, *, created_at, updated_at, metadata,
+              cached_prompt, messages, compactions, context_blocks, replace=False):
+        """Write a complete, already validated session in one transaction (all or nothing)."""
+        with self.transaction() as conn:
+            existing = self.find(tenant_id, agent_id, session_id)
+            if existing is not None:
+                if not replace:
+                    raise ConflictError(
+                        f"session {session_id!r} already exists for agent {agent_id!r}; "
+                        "import it under another id or replace it"
+                    )
+                conn.execute("DELETE FROM sessions WHERE pk = ?", (existing,))
+            register_agent_row(conn, tenant_id, agent_id, created_at)
+            pk = conn.execute(
+                "INSERT INTO sessions (tenant_id, agent_id, session_id, created_at, updated_at, metadata,"
+                " cached_prompt) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING pk",
+                (tenant_id, agent_id, session_id, created_at, updated_at, dumps(metadata), cached_prompt),
+            ).fetchone()[0]
+            conn.executemany(_INSERT_MESSAGE, (message_row(self._store, pk, m, m["parent_id"]) for m in messages))
+            conn.execute("UPDATE sessions SET latest_message_id = ? WHERE pk = ?",
+                         (messages[-1]["id"] if messages else None, pk))
+            conn.executemany(
+                "INSERT INTO compactions (session_pk, id, from_id, to_id, summary, created_at, metadata)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (pk, c["id"], c["from_id"], c["to_id"], c["summary"], c["created_at"],
+                     dumps(c.get("metadata") or {}))
+                    for c in compactions
+                ],
+            )
+            conn.executemany(
+                "INSERT INTO context_blocks (session_pk, label, content, updated_at) VALUES (?, ?, ?, ?)",
+                [(pk, b["label"], b["content"], b.get("updated_at") or utc_now_iso()) for b in context_blocks],
+            )
+        return pk
+
+
+class SqlSessionStorage(Repository):
+    """One session's rows: a tree of messages (each has a parent; the newest is where appends go by
+    default), the compaction overlays on it, its status and its context blocks.
+
+    Every write that depends on the tree's shape (append, update, delete, overlays) runs in one
+    transaction that locks the session first where the backend needs that (``_FOR_UPDATE``), so two
+    writers of one session take turns and the tree stays valid. Reads skip a damaged message row
+    with a ``DamagedRowWarning`` instead of failing for the whole session.
+    """
+
+    def __init__(self, store, pk):
+        super().__init__(store)
+        self.pk = pk
+        self.blocks = SessionBlocks(store, pk)
+
+    def __repr__(self):
+        return f"<SqlSessionStorage #{self.pk} of {self._store!r}>"
+
+    def _lock(self, conn):
+        if self._store._FOR_UPDATE:
+            conn.execute(f"SELECT 1 FROM sessions WHERE pk = ?{self._store._FOR_UPDATE}", (self.pk,))
+
+    # -- the session row -----------------------------------------------------------------------
+
+    def info(self):
+        row = self._one("SELECT * FROM sessions WHERE pk = ?", (self.pk,))
+        if row is None:
+            raise NotFoundError(f"session #{self.pk} no longer exists")
+        return {
+            "session_id": row["session_id"],
+            "tenant_id": row["tenant_id"],
+            "agent_id": row["agent_id"],
+            "created_at": row["created_at"],
+            "updated_at": row["updated_at"],
+            "metadata": json.loads(row["metadata"]),
+        }
+
+    def set_metadata(self, metadata):
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE sessions SET metadata = ?, updated_at = ? WHERE pk = ?",
+                (dumps(metadata), utc_now_iso(), self.pk),
+            )
+
+    def status(self):
+        """The memory manager's status of this session (None: in progress)."""
+        row = self._one("SELECT status FROM sessions WHERE pk = ?", (self.pk,))
+        return row["status"] if row else None
+
+    def set_status(self, status, updated_at):
+        with self.transaction() as conn:
+            conn.execute("UPDATE sessions SET status = ?, updated_at = ? WHERE pk = ?",
+                         (status, updated_at, self.pk))
+
+    def delete(self):
+        """Remove the session and everything it holds."""
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM sessions WHERE pk = ?", (self.pk,))
+
+    def _name(self):
+        row = self._one("SELECT session_id FROM sessions WHERE pk = ?", (self.pk,))
+        return f"session {row['session_id']!r}" if row else f"session #{self.pk}"
+
+    # -- messages -----------------------------------------------------------------------------
+
+    def append(self, message, parent=LATEST_LEAF):
+        """Store a normalized message (with ``tokens``) under ``parent``; a repeated id is a no-op.
+
+        Parent resolution and the insert share one write transaction, so two processes appending
+        "under the latest leaf" at once still produce a valid tree.
+        """
+        pk = self.pk
+        with self.transaction() as conn:
+            # One round trip answers both "is this a repeat?" and "which leaf is the newest?", and
+            # locks the session row where the backend needs that.
+            row = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM messages WHERE session_pk = :pk AND id = :id), latest_message_id"
+                f" FROM sessions WHERE pk = :pk{self._store._FOR_UPDATE}",
+                {"pk": pk, "id": message["id"]},
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(f"session #{pk} no longer exists")
+            exists, latest = row
+            if exists:
+                return self.get(message["id"])
+            if parent is LATEST_LEAF:
+                parent = latest
+            elif parent is not None and conn.execute(
+                    "SELECT 1 FROM messages WHERE session_pk = ? AND id = ?", (pk, parent)).fetchone() is None:
+                raise NotFoundError(
+                    f"parent {parent!r} is not a message of this session; append with parent_id=None "
+                    "to start a new root"
+                )
+            insert_as_latest(conn, self._store, pk, message, parent)
+        return dict(message, parent_id=parent)
+
+    def get(self, message_id):
+        """The stored message, None when there is none, DamagedRowError when its row is unreadable."""
+        row = self._one(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? AND id = ?", (self.pk, message_id)
+        )
+        try:
+            return message_from_row(row) if row else None
+        except DamagedRowError as error:
+            raise DamagedRowError(f"{self._name()}, {error}; `memorylab check` lists such rows") from None
+
+    def _messages(self, rows):
+        """Messages from rows of ``MESSAGE_COLUMNS``. A damaged row is left out with a
+        DamagedRowWarning naming it, so one bad row does not hide the rest of the session."""
+        try:
+            return Messages([message_from_row(row) for row in rows])
+        except DamagedRowError:
+            return self._readable_messages(rows)
+
+    def _readable_messages(self, rows):
+        messages = Messages()
+        for row in rows:
+            try:
+                messages.append(message_from_row(row))
+            except DamagedRowError as error:
+                warnings.warn(f"{self._name()}: skipped {error}; `memorylab check` lists such rows",
+                              DamagedRowWarning, stacklevel=5)
+        return messages
+
+    def latest_leaf_id(self):
+        row = self._one("SELECT latest_message_id FROM sessions WHERE pk = ?", (self.pk,))
+        return row["latest_message_id"] if row else None
+
+    def _reset_latest(self, conn):
+        """Recompute the newest message after removals (rare, so a scan is fine)."""
+        conn.execute(
+            "UPDATE sessions SET latest_message_id = (SELECT id FROM messages WHERE session_pk = :pk"
+            " ORDER BY seq DESC LIMIT 1), updated_at = :now WHERE pk = :pk",
+            {"pk": self.pk, "now": utc_now_iso()},
+        )
+
+    def path(self, leaf_id):
+        """Messages from the root down to ``leaf_id`` (a recursive walk up the parent links)."""
+        rows = self._all(
+            f"""{_PATH}
+            SELECT {", ".join("m." + c for c in MESSAGE_COLUMNS.split(", "))}
+            FROM path JOIN messages m ON m.seq = path.seq ORDER BY path.depth DESC""",
+            {"pk": self.pk, "leaf": leaf_id, "max_depth": _MAX_DEPTH},
+        )
+        return self._messages(rows)
+
+    def path_stats(self, leaf_id):
+        """(length, stored token sum) of the path ending at ``leaf_id``, without loading messages."""
+        row = self._one(
+            f"""{_PATH}
+            SELECT COUNT(*) AS length, CAST(COALESCE(SUM(m.tokens), 0) AS BIGINT) AS tokens
+            FROM path JOIN messages m ON m.seq = path.seq""",
+            {"pk": self.pk, "leaf": leaf_id, "max_depth": _MAX_DEPTH},
+        )
+        return row["length"], row["tokens"]
+
+    def children(self, message_id):
+        """The messages under ``message_id`` (None: the roots), oldest first."""
+        # Two spellings rather than "IS ?": PostgreSQL's IS NOT DISTINCT FROM cannot use an index.
+        parent = "parent_id IS NULL" if message_id is None else "parent_id = ?"
+        rows = self._all(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? AND {parent} ORDER BY seq",
+            (self.pk,) if message_id is None else (self.pk, message_id),
+        )
+        return self._messages(rows)
+
+    def child_counts(self):
+        """{message id: number of children} for every message that has children."""
+        rows = self._all(
+            "SELECT parent_id, COUNT(*) AS n FROM messages WHERE session_pk = ? AND parent_id IS NOT NULL"
+            " GROUP BY parent_id",
+            (self.pk,),
+        )
+        return {r["parent_id"]: r["n"] for r in rows}
+
+    def newest_leaf_under(self, message_id):
+        """The newest leaf of the subtree rooted at ``message_id`` (the message itself if it is a leaf)."""
+        row = self._one(
+            """WITH RECURSIVE below(id, seq) AS (
+                SELECT id, seq FROM messages WHERE session_pk = :pk AND id = :id
+                UNION ALL
+                SELECT m.id, m.seq FROM messages m JOIN below ON m.session_pk = :pk AND m.parent_id = below.id
+            )
+            SELECT id FROM below ORDER BY seq DESC LIMIT 1""",
+            {"pk": self.pk, "id": message_id},
+        )
+        return row["id"] if row else None
+
+    def leaves(self):
+        """Every childless message, newest first."""
+        rows = self._all(
+            f"""SELECT {MESSAGE_COLUMNS} FROM messages m WHERE session_pk = ? AND NOT EXISTS
+                (SELECT 1 FROM messages c WHERE c.session_pk = m.session_pk AND c.parent_id = m.id)
+            ORDER BY seq DESC""",
+            (self.pk,),
+        )
+        return self._messages(rows)
+
+    def all(self):
+        """Every message of the session in insertion order (parents before children)."""
+        rows = self._all(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? ORDER BY seq", (self.pk,))
+        return self._messages(rows)
+
+    def count(self):
+        return self._one("SELECT COUNT(*) AS n FROM messages WHERE session_pk = ?", (self.pk,))["n"]
+
+    def update(self, message):
+        """Replace role, parts, metadata and tokens of a stored message; its place in the tree stays."""
+        with self.transaction() as conn:
+            self._lock(conn)
+            current = self.get(message["id"])
+            if current is None:
+                raise NotFoundError(f"message {message['id']!r} is not in this session")
+            conn.execute(
+                "UPDATE messages SET role = ?, parts = ?, text = ?, created_at = ?, metadata = ?, tokens = ?"
+                " WHERE session_pk = ? AND id = ?",
+                (
+                    message["role"], dumps(message["parts"]), self._store._searchable(message_text(message)),
+                    message["created_at"], dumps(message["metadata"]), message["tokens"],
+                    self.pk, message["id"],
+                ),
+            )
+        return dict(message, parent_id=current["parent_id"])
+
+    def delete_messages(self, message_ids):
+        """Remove messages, re-attaching their children to their parents (the tree stays connected).
+
+        Overlays that start or end at a removed message can never apply again and go too.
+        Returns the number of messages removed.
+        """
+        pk, removed = self.pk, 0
+        with self.transaction() as conn:
+            self._lock(conn)
+            for message_id in dict.fromkeys(message_ids):
+                row = conn.execute(
+                    "SELECT parent_id FROM messages WHERE session_pk = ? AND id = ?", (pk, message_id)
+                ).fetchone()
+                if row is None:
+                    continue
+                conn.execute(
+                    "UPDATE messages SET parent_id = ? WHERE session_pk = ? AND parent_id = ?",
+                    (row["parent_id"], pk, message_id),
+                )
+                conn.execute(
+                    "DELETE FROM compactions WHERE session_pk = ? AND (from_id = ? OR to_id = ?)",
+                    (pk, message_id, message_id),
+                )
+                conn.execute("DELETE FROM messages WHERE session_pk = ? AND id = ?", (pk, message_id))
+                removed += 1
+            self._reset_latest(conn)
+        return removed
+
+    def clear(self):
+        """Remove every message, overlay and skill activation; returns the number of messages."""
+        with self.transaction() as conn:
+            self._lock(conn)
+            conn.execute("DELETE FROM compactions WHERE session_pk = ?", (self.pk,))
+            conn.execute("DELETE FROM skill_activations WHERE session_pk = ?", (self.pk,))
+            removed = conn.execute("DELETE FROM messages WHERE session_pk = ?", (self.pk,)).rowcount
+            self._reset_latest(conn)
+        return removed
+
+    def search(self, query, *, tenant_id, limit=20, roles=None):
+        """``store.search`` within this session (``tenant_id`` is the session's own)."""
+        return self._store.search(query, tenant_id=tenant_id, limit=limit, session_pk=self.pk, roles=roles)
+
+    # -- compaction overlays -------------------------------------------------------------------
+
+    def add_overlay(self, summary, from_id, to_id, metadata=None):
+        """Store an overlay; ``from_id`` must be ``to_id`` or one of its ancestors."""
+        pk = self.pk
+        with self.transaction() as conn:
+            self._lock(conn)
+            if self.get(to_id) is None:
+                raise NotFoundError(f"to_id {to_id!r} is not a message of this session")
+            if from_id not in {m["id"] for m in self.path(to_id)}:
+                raise InvalidMessageError(
+                    f"from_id {from_id!r} is not on the path to {to_id!r}: an overlay covers one "
+                    "root-to-leaf range"
+                )
+            # Overlay ids are numbered per session so that an export re-imports with the same ids.
+            overlay_id = conn.execute(
+                "SELECT COALESCE(MAX(id), 0) + 1 FROM compactions WHERE session_pk = ?", (pk,)
+            ).fetchone()[0]
+            conn.execute(
+                "INSERT INTO compactions (session_pk, id, from_id, to_id, summary, created_at, metadata)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (pk, overlay_id, from_id, to_id, summary, utc_now_iso(), dumps(metadata or {})),
+            )
+            return self.get_overlay(overlay_id)
+
+    def get_overlay(self, overlay_id):
+        row = self._one("SELECT * FROM compactions WHERE session_pk = ? AND id = ?", (self.pk, overlay_id))
+        return _overlay_from_row(row) if row else None
+
+    def overlays(self):
+        rows = self._all("SELECT * FROM compactions WHERE session_pk = ? ORDER BY id", (self.pk,))
+        return [_overlay_from_row(r) for r in rows]
+
+    def delete_overlay(self, overlay_id):
+        with self.transaction() as conn:
+            deleted = conn.execute(
+                "DELETE FROM compactions WHERE session_pk = ? AND id = ?", (self.pk, overlay_id)
+            ).rowcount
+        if not deleted:
+            raise NotFoundError(f"overlay {overlay_id!r} is not in this session")

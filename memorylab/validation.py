@@ -1,0 +1,67 @@
+"""Argument checks the whole engine shares: ids, counts, numbers in a range, pages of a list.
+
+Each ``check_*`` returns the value it accepts, or raises InvalidInputError naming the argument,
+what it must be and what it got. All functions here are pure.
+"""
+import math
+
+from .errors import InvalidInputError
+
+MAX_ID_LENGTH = 200
+
+
+def is_integer(value):
+    """An int that is not a bool: Python counts True as 1, but no caller means it as a count."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value):
+    """A finite int or float that is not a bool: NaN and infinity compare with no threshold sensibly."""
+    return is_integer(value) or isinstance(value, float) and math.isfinite(value)
+
+
+def check_integer(value, name, *, minimum=0, maximum=None, optional=False):
+    """An integer from ``minimum`` to ``maximum`` (no upper bound when None); None passes when ``optional``."""
+    if optional and value is None:
+        return None
+    if is_integer(value) and minimum <= value and (maximum is None or value <= maximum):
+        return value
+    if maximum is not None:
+        wanted = f"an integer from {minimum} to {maximum}"
+    elif minimum in (0, 1):
+        wanted = "a non-negative integer" if minimum == 0 else "a positive integer"
+    else:
+        wanted = f"an integer of at least {minimum}"
+    raise InvalidInputError(f"{name} must be {wanted}{' or None' if optional else ''}, got {value!r}")
+
+
+def check_counts(**counts):
+    """Several settings that must each be a non-negative integer; the error names the first that is not."""
+    for name, value in counts.items():
+        check_integer(value, name)
+
+
+def check_number(value, name, minimum, maximum):
+    """A finite int or float from ``minimum`` to ``maximum``."""
+    if not is_number(value) or not minimum <= value <= maximum:
+        raise InvalidInputError(f"{name} must be a number from {minimum} to {maximum}, got {value!r}")
+    return value
+
+
+def check_page(limit, offset, max_limit):
+    """``limit`` an integer from 1 to ``max_limit`` and ``offset`` a non-negative integer."""
+    check_integer(limit, "limit", minimum=1, maximum=max_limit)
+    check_integer(offset, "offset")
+
+
+def check_identifier(value, what, error=InvalidInputError):
+    """Ids and labels are non-empty strings without control characters, at most 200 characters."""
+    if not isinstance(value, str) or not value.strip():
+        raise error(f"{what} must be a non-empty string, got {value!r}")
+    if len(value) > MAX_ID_LENGTH:
+        raise error(f"{what} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise error(f"{what} {value!r} contains control characters")
+    if not value.isascii() and any("\ud800" <= c <= "\udfff" for c in value):
+        raise error(f"{what} {value!r} contains an unpaired surrogate and cannot be stored as UTF-8")
+    return value
