@@ -738,7 +738,7 @@ def branching_export(count, seed=5):
 
 
 def bench_tree_figure(config, workdir):
-    from memorylab.viz import tree_figure
+    from memorylab.lab.viz import tree_figure
 
     store = Store(workdir / "tree.db")
     session = import_session(store, branching_export(config.tree_nodes))
@@ -746,7 +746,7 @@ def bench_tree_figure(config, workdir):
     samples = [timed(tree_figure, session) for _ in range(config.figure_repetitions)]
     store.close()
     return [absolute_row("tree_figure", statistics.median(samples), 1.5,
-                         f"memorylab.viz.tree_figure of a {config.tree_nodes:,}-message session with branches")]
+                         f"memorylab.lab.viz.tree_figure of a {config.tree_nodes:,}-message session with branches")]
 
 
 IMPORT_PROBE = """
@@ -802,7 +802,7 @@ def bench_startup(config, workdir):
 
 LOCAL_MODEL_PROBE = """
 import resource, sys, time
-from memorylab import local_model
+from memorylab.llm import local_model
 system = {"role": "system", "content": "You are a careful assistant who answers in full sentences. " * 40}
 question = [system, {"role": "user", "content": "Tell me a long story about a lighthouse keeper."}]
 started = time.perf_counter()
@@ -832,7 +832,7 @@ def bench_local_model(config, workdir):
     interpreters, alternating: load, first token of a cold 465-token prompt, a turn whose system
     prompt is cached, decoding speed and peak memory. Without llama-cpp-python the comparison rows
     are skipped and the cached-turn row still runs."""
-    from memorylab import local_runtimes
+    from memorylab.llm import local_runtimes
 
     runtimes = local_runtimes.installed()
     if "cyllama" not in runtimes:

@@ -2,9 +2,9 @@
 
 The engine is importable without Streamlit or litellm; those load only where they are used.
 """
-from .admin import MemoryAdmin, register_agent, status_tools
-from .chat import ChatRunner
-from .compaction import (
+from .memory.admin import MemoryAdmin, register_agent, status_tools
+from .llm.chat import ChatRunner
+from .history.compaction import (
     CompactionContext,
     CompactionPlan,
     build_summary_prompt,
@@ -30,22 +30,22 @@ from .errors import (
     StoreBusyError,
     StoreError,
 )
-from .frames import to_dataframe
-from .identity import identify
+from .lab.frames import to_dataframe
+from .memory.identity import identify
 from .io import export_session, import_session, parse_export, read_export, write_export
-from .kv import KVStore
-from .llm import (DEFAULT_LOCAL_MODEL, complete, complete_text, count_tokens, make_summarizer, usable_models,
+from .memory.kv import KVStore
+from .llm.models import (DEFAULT_LOCAL_MODEL, complete, complete_text, count_tokens, make_summarizer, usable_models,
                   usage_and_cost)
 from .messages import from_openai, message_text, normalize_message, to_openai
-from .longterm import LongTermMemory
-from .manager import Memory
-from .overlays import apply_overlays
-from .samples import load_samples
-from .session import Session
+from .memory.longterm import LongTermMemory
+from .memory.manager import Memory
+from .history.overlays import apply_overlays
+from .lab.samples import load_samples
+from .history.session import Session
 from .store import Store
 from .tokens import estimate_message_tokens, estimate_string_tokens
-from .truncation import enforce_row_size_limit, truncate_older_messages
-from .window import ContextWindow
+from .history.truncation import enforce_row_size_limit, truncate_older_messages
+from .history.window import ContextWindow
 
 __all__ = [
     "LongTermMemory", "to_dataframe",

@@ -9,8 +9,8 @@ from .check import check_database
 from .errors import MemoryLabError
 from .io import export_session, import_session, read_export, write_export
 from .migrate import copy_store
-from .samples import load_samples
-from .session import Session
+from .lab.samples import load_samples
+from .history.session import Session
 from .store import Store, is_postgres_url
 
 DEFAULT_DB = os.environ.get("MEMORYLAB_DB", "memorylab.db")

@@ -11,9 +11,9 @@ from pathlib import Path
 from .context.blocks import check_label
 from .errors import ImportFormatError, MemoryLabError
 from .messages import normalize_message, to_utc_iso
-from .session import Session
+from .history.session import Session
 from .tokens import estimate_message_tokens
-from .truncation import enforce_row_size_limit
+from .history.truncation import enforce_row_size_limit
 from .validation import check_identifier, is_integer
 
 EXPORT_FORMAT = "memorylab.session"

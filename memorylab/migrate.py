@@ -22,7 +22,7 @@ from .errors import (
     NotFoundError,
 )
 from .io import export_session
-from .session import Session
+from .history.session import Session
 from .store import ALL_TENANTS, Store, is_postgres_url
 from .store.bulk import TABLES, table_columns
 

@@ -2,7 +2,7 @@ import streamlit as st
 
 from memorylab import MemoryLabError
 from memorylab.messages import is_tool_part
-from memorylab.overlays import is_summary_message
+from memorylab.history.overlays import is_summary_message
 from pages.common import active_leaf, completion_settings, select_leaf, setup_page
 
 store, session = setup_page("Chat")
@@ -10,9 +10,9 @@ if session is None:
     st.title("Chat")
     st.stop()
 
-from memorylab.chat import ChatRunner, chat_errors  # noqa: E402  (after the page shows: it loads the model layer)
-from memorylab.longterm import LongTermMemory  # noqa: E402
-from memorylab.samples import LONGTERM_WORKSPACE  # noqa: E402
+from memorylab.llm.chat import ChatRunner, chat_errors  # noqa: E402  (after the page shows: it loads the model layer)
+from memorylab.memory.longterm import LongTermMemory  # noqa: E402
+from memorylab.lab.samples import LONGTERM_WORKSPACE  # noqa: E402
 
 model = st.session_state["model"]
 leaf_id = active_leaf(session)
@@ -137,7 +137,7 @@ with side_column:
     if estimate > threshold:
         st.warning("Over the threshold: the Compaction lab can summarize this branch.")
     if st.button("Count with the model's tokenizer", key="chat_count"):
-        from memorylab.llm import count_tokens
+        from memorylab.llm.models import count_tokens
 
         with st.spinner("Counting…"):
             request = runner.build_request(leaf_id)

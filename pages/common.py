@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, urlsplit
 import streamlit as st
 
 from memorylab import DamagedRowError, MemoryLabError, Session, Store, load_samples
-from memorylab.samples import with_sample_context
+from memorylab.lab.samples import with_sample_context
 from memorylab.store import is_postgres_url
 
 PREFERRED_SESSION = "support-order-4471"
@@ -123,13 +123,13 @@ def _session_picker(store):
 @st.cache_data(ttl=30, show_spinner=False)
 def _usable_models():
     """The picker's choices; probing local servers is cheap but not free, so once per 30 s."""
-    from memorylab.llm import usable_models
+    from memorylab.llm.models import usable_models
 
     return usable_models()
 
 
 def _model_picker():
-    from memorylab.llm import DEFAULT_LOCAL_MODEL
+    from memorylab.llm.models import DEFAULT_LOCAL_MODEL
 
     models = _usable_models()
     usable = [m for m in models if m["usable"]]

@@ -2,12 +2,12 @@ import pandas as pd
 import streamlit as st
 
 from memorylab import MemoryLabError, plan_compaction, truncate_older_messages
-from memorylab.compaction import DEFAULT_SUMMARY_TEMPLATE
-from memorylab.facts import fact_survival
-from memorylab.frames import to_dataframe
-from memorylab.samples import sample_facts
-from memorylab.truncation import stored_bytes
-from memorylab.viz import compaction_figure
+from memorylab.history.compaction import DEFAULT_SUMMARY_TEMPLATE
+from memorylab.history.facts import fact_survival
+from memorylab.lab.frames import to_dataframe
+from memorylab.lab.samples import sample_facts
+from memorylab.history.truncation import stored_bytes
+from memorylab.lab.viz import compaction_figure
 from pages.common import active_leaf, completion_settings, session_page
 
 store, session = session_page(
@@ -42,7 +42,7 @@ def plan_or_error(settings, template):
 
 
 def summarize(plan, summarizer_model):
-    from memorylab.llm import make_summarizer
+    from memorylab.llm.models import make_summarizer
 
     return make_summarizer(summarizer_model, **completion_settings())(plan.prompt).strip()
 

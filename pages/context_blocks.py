@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from memorylab import MemoryLabError
-from memorylab.viz import budget_figure
+from memorylab.lab.viz import budget_figure
 from pages.common import session_page
 
 store, session = session_page(

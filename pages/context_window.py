@@ -1,8 +1,8 @@
 import pandas as pd
 import streamlit as st
 
-from memorylab.budget import request_breakdown
-from memorylab.viz import context_window_figure
+from memorylab.history.budget import request_breakdown
+from memorylab.lab.viz import context_window_figure
 from pages.common import active_leaf, session_page
 
 store, session = session_page(
@@ -42,8 +42,8 @@ model = st.session_state.get("model")
 st.caption(f"The estimate is model-free (max of 4 characters or 1.3 words per token). The exact count uses "
            f"litellm's tokenizer for `{model}`, which loads litellm (a few seconds, once).")
 if st.button("Count with the model's tokenizer"):
-    from memorylab.chat import build_request
-    from memorylab.llm import count_tokens
+    from memorylab.llm.chat import build_request
+    from memorylab.llm.models import count_tokens
 
     with st.spinner("Loading litellm and counting…"):
         request = build_request(session, leaf_id)

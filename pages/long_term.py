@@ -3,8 +3,8 @@ import json
 import streamlit as st
 
 from memorylab import MemoryLabError, Session, to_dataframe
-from memorylab.longterm import LongTermMemory
-from memorylab.samples import LONGTERM_WORKSPACE
+from memorylab.memory.longterm import LongTermMemory
+from memorylab.lab.samples import LONGTERM_WORKSPACE
 from pages.common import completion_settings, escape_markdown, open_in_tree, setup_page
 
 store, session = setup_page("Long-term memory")

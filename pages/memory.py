@@ -4,7 +4,7 @@ import json
 import streamlit as st
 
 from memorylab import KVStore, Memory, MemoryAdmin, MemoryLabError, identify, to_dataframe
-from memorylab.kv import kv_namespaces
+from memorylab.memory.kv import kv_namespaces
 from pages.common import completion_settings, link_to, select_session, setup_page
 
 MEMORY_TABLE = {
@@ -69,7 +69,7 @@ with memories_tab:
             if st.button("Summarize with the selected model"):
                 with st.spinner(f"Summarizing with {st.session_state['model']}…"):
                     try:
-                        from memorylab.llm import make_summarizer
+                        from memorylab.llm.models import make_summarizer
 
                         summarizer = make_summarizer(st.session_state["model"], **completion_settings())
                         Memory(store, agent_id=agent_id, tenant_id=tenant, summarizer=summarizer).summarize(key=key)
@@ -146,7 +146,7 @@ with admin_tab:
             elif action == "append":
                 result = admin.append(agent_ref, key, {"role": "user", "content": text})
             else:
-                from memorylab.llm import make_summarizer
+                from memorylab.llm.models import make_summarizer
 
                 result = admin.summarize(agent_ref, key, summarizer=make_summarizer(
                     st.session_state["model"], **completion_settings()))

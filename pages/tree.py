@@ -1,9 +1,9 @@
 import pandas as pd
 import streamlit as st
 
-from memorylab.frames import to_dataframe
+from memorylab.lab.frames import to_dataframe
 from memorylab.messages import message_text
-from memorylab.viz import tree_figure
+from memorylab.lab.viz import tree_figure
 from pages.common import active_leaf, select_leaf, session_page
 
 store, session = session_page("Tree")

@@ -1,7 +1,7 @@
 """The KV store's rows: JSON values by tenant, namespace and key, with optional expiry.
 
 Timestamps arrive already in the store's ISO form, so the clock stays with the caller
-(``memorylab.kv``). Expired rows are filtered out of every read and deleted by the next write to
+(``memorylab.memory.kv``). Expired rows are filtered out of every read and deleted by the next write to
 their namespace.
 """
 from .repository import Repository

@@ -1,6 +1,6 @@
 """SQL for long-term memory: scoped records in a workspace, their keyword search and provenance.
 
-Records arrive already normalized by ``memorylab.longterm``; this layer only stores, filters and ranks.
+Records arrive already normalized by ``memorylab.memory.longterm``; this layer only stores, filters and ranks.
 Scope isolation lives in the WHERE clauses: a query names one scope and, for session memories,
 one session, so another session's records cannot reach a candidate list.
 """
@@ -45,7 +45,7 @@ def _scope_filter(scope, session_id):
 
 
 class LongTermRecords(Repository):
-    """The records of every workspace (``memorylab.longterm`` keeps one workspace's view of them)."""
+    """The records of every workspace (``memorylab.memory.longterm`` keeps one workspace's view of them)."""
 
     def insert(self, workspace, records):
         """Store normalized records in one transaction; returns them as stored, with ids."""

@@ -24,7 +24,7 @@ Summary: SmolLM2-135M-Instruct (Q4_1 GGUF) for memorylab's embedded offline mode
 License: Apache-2.0
 """
 WHEEL = "Wheel-Version: 1.0\nGenerator: memorylab gguf_wheel\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-INIT = '"""SmolLM2-135M-Instruct as a GGUF file beside this module, for memorylab.local_model."""\n'
+INIT = '"""SmolLM2-135M-Instruct as a GGUF file beside this module, for memorylab.llm.local_model."""\n'
 
 
 def get_requires_for_build_wheel(config_settings=None):

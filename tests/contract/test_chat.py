@@ -7,7 +7,7 @@ import json
 import pytest
 
 from memorylab import Session, StaticProvider, export_session
-from memorylab.chat import MAX_ERROR_RECORDS, ChatRunner, build_request, chat_errors
+from memorylab.llm.chat import MAX_ERROR_RECORDS, ChatRunner, build_request, chat_errors
 from memorylab.errors import InvalidInputError, ModelError, NotFoundError
 
 from tests.helpers import stored_bytes

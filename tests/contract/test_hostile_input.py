@@ -11,11 +11,11 @@ import pytest
 
 from memorylab import (FileProvider, KVStore, Memory, MemoryLabError, Session, SkillDirectoryProvider,
                        SqliteSearchProvider, Store, import_session, read_export, register_agent)
-from memorylab.admin import MemoryAdmin
+from memorylab.memory.admin import MemoryAdmin
 from memorylab.check import check_database
 from memorylab.cli import main
 from memorylab.io import MAX_IMPORT_BYTES
-from memorylab.truncation import ROW_SIZE_LIMIT_BYTES
+from memorylab.history.truncation import ROW_SIZE_LIMIT_BYTES
 
 from tests.helpers import database_rows, text_message, write_branched_sessions
 

@@ -5,8 +5,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from memorylab import InvalidInputError, Session
-from memorylab.identity import current_identity, detect_type, identify, make_identity, parse_memory_key
-from memorylab.manager import Memory
+from memorylab.memory.identity import current_identity, detect_type, identify, make_identity, parse_memory_key
+from memorylab.memory.manager import Memory
 
 
 @pytest.mark.parametrize("value, key", [

@@ -1,7 +1,7 @@
 import pytest
 
 from memorylab import InvalidInputError, Store
-from memorylab.kv import MAX_VALUE_BYTES, KVStore
+from memorylab.memory.kv import MAX_VALUE_BYTES, KVStore
 
 from tests.helpers import count_rows
 

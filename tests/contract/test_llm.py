@@ -10,9 +10,9 @@ import pytest
 
 from tests.helpers import ROOT
 from memorylab import Session, create_compact_function
-from memorylab import llm
+from memorylab.llm import models as llm
 from memorylab.errors import InvalidInputError, ModelError
-from memorylab.llm import DEFAULT_LOCAL_MODEL, make_summarizer
+from memorylab.llm.models import DEFAULT_LOCAL_MODEL, make_summarizer
 
 SECRET = "sk-test-SECRET123"
 HELLO = [{"role": "user", "content": "hello"}]
@@ -40,7 +40,7 @@ def closed_port():
 
 
 def test_importing_memorylab_loads_neither_litellm_nor_a_model_runtime():
-    code = ("import sys, memorylab, memorylab.llm, memorylab.chat, memorylab.local_model;"
+    code = ("import sys, memorylab, memorylab.llm.models, memorylab.llm.chat, memorylab.llm.local_model;"
             "print(sorted(m for m in ('litellm', 'cyllama', 'llama_cpp', 'memorylab_smollm2') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert result.stdout.strip() == "[]"

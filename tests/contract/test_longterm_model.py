@@ -6,11 +6,11 @@ import json
 import pytest
 
 from memorylab import ChatRunner, InvalidInputError, Session
-from memorylab import longterm_model
+from memorylab.memory import longterm_model
 from memorylab.errors import ModelOutputError
-from memorylab.llm import complete
-from memorylab.longterm import MEMORY_BLOCK_HEADER, LongTermMemory
-from memorylab.longterm_model import model_steps, parse_json_reply
+from memorylab.llm.models import complete
+from memorylab.memory.longterm import MEMORY_BLOCK_HEADER, LongTermMemory
+from memorylab.memory.longterm_model import model_steps, parse_json_reply
 
 SECRET = "sk-test-MODELSTEP42"
 MEMORIES = {"memories": [{"scope": "global", "summary": "Marta wants to be contacted by email", "tags": ["contact"],

@@ -6,8 +6,8 @@ import pytest
 
 from memorylab import InvalidInputError, InvalidMessageError, MemoryAdmin, MemoryLabError, NotFoundError, Session
 from memorylab.errors import NothingToSummarizeError
-from memorylab.identity import identify
-from memorylab.manager import Memory, select_context, split_turns
+from memorylab.memory.identity import identify
+from memorylab.memory.manager import Memory, select_context, split_turns
 from memorylab.messages import utc_now_iso
 
 from tests.helpers import RecordingSummarizer
@@ -482,7 +482,7 @@ def test_a_failing_automatic_summary_never_fails_the_append(store):
 
 
 def test_summarize_through_a_mocked_litellm_summarizer(store):
-    from memorylab import llm
+    from memorylab.llm import models as llm
 
     summarizer = llm.make_summarizer("gpt-4o-mini", mock_response="## Topic\nA refund for order 12345.")
     memory = Memory(store, memory_key="phone:+5511999999999", summarizer=summarizer)
@@ -493,7 +493,7 @@ def test_summarize_through_a_mocked_litellm_summarizer(store):
 
 
 def test_without_a_summarizer_the_model_comes_from_the_call_then_the_settings(store, monkeypatch):
-    from memorylab import llm
+    from memorylab.llm import models as llm
 
     def make_summarizer(model=llm.DEFAULT_LOCAL_MODEL):
         return lambda prompt: f"by {model}"

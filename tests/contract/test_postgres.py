@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memorylab import InvalidInputError, MemoryLabError, Session, SqliteSearchProvider, Store, StoreBusyError
-from memorylab.longterm import LongTermMemory
+from memorylab.memory.longterm import LongTermMemory
 from memorylab.store.migrations import SCHEMA_VERSION
 from memorylab.store.postgres import PostgresStore, redact
 

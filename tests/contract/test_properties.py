@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from memorylab import (InvalidMessageError, KVStore, Memory, Session, SqliteSearchProvider, Store, export_session,
                        import_session, parse_export, truncate_older_messages)
-from memorylab.overlays import SUMMARY_ID_PREFIX
+from memorylab.history.overlays import SUMMARY_ID_PREFIX
 
 from tests.helpers import examples, text_message
 

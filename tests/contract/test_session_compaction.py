@@ -4,7 +4,7 @@ import warnings
 import pytest
 
 from memorylab import InvalidInputError, Session
-from memorylab.compaction import create_compact_function, plan_compaction
+from memorylab.history.compaction import create_compact_function, plan_compaction
 
 from tests.helpers import RecordingSummarizer, ids, text_message
 
@@ -139,7 +139,7 @@ def test_a_failing_error_handler_is_logged_and_the_append_still_succeeds(session
 
     session.on_compaction(lambda history: {"summary": "s", "from_id": "ghost", "to_id": "m1"})
     session.on_compaction_error(handler).compact_after(10)
-    with caplog.at_level("ERROR", logger="memorylab.session"):
+    with caplog.at_level("ERROR", logger="memorylab.history.session"):
         fill(session, 3)
     assert session.get_path_length() == 3
     assert session.compaction_status["state"] == "error"

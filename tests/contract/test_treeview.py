@@ -2,8 +2,8 @@
 import pytest
 
 from memorylab import Session, load_samples
-from memorylab.treeview import tree_layout
-from memorylab.viz import budget_figure, context_window_figure, tree_figure
+from memorylab.lab.treeview import tree_layout
+from memorylab.lab.viz import budget_figure, context_window_figure, tree_figure
 
 from tests.helpers import text_message
 

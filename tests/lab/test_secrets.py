@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from memorylab import ChatRunner, Memory, ModelError, Session, Store, create_compact_function, make_summarizer
-from memorylab.chat import chat_errors
+from memorylab.llm.chat import chat_errors
 from memorylab.cli import main
 from memorylab.io import export_session, write_export
 

@@ -4,10 +4,13 @@ import time
 
 import pytest
 
-from memorylab import Session, StaticProvider, llm, local_model, local_runtimes
-from memorylab.chat import ChatRunner, chat_errors
+from memorylab import Session, StaticProvider
+from memorylab.llm import models as llm
+from memorylab.llm import local_model
+from memorylab.llm import local_runtimes
+from memorylab.llm.chat import ChatRunner, chat_errors
 from memorylab.errors import ModelError
-from memorylab.llm import DEFAULT_LOCAL_MODEL
+from memorylab.llm.models import DEFAULT_LOCAL_MODEL
 
 TOOLS = [{"type": "function", "function": {
     "name": "set_context", "description": "Write to a context block.\nBlocks: memory",

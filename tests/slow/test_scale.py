@@ -2,8 +2,8 @@
 whole and in order, and a 2,000-message branched tree drawn readably and fast."""
 import time
 
-from memorylab.treeview import tree_layout
-from memorylab.viz import tree_figure
+from memorylab.lab.treeview import tree_layout
+from memorylab.lab.viz import tree_figure
 
 from tests.helpers import text_message
 

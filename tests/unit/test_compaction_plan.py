@@ -3,15 +3,15 @@ import time
 
 import pytest
 
-from memorylab import compaction
-from memorylab.compaction import (
+from memorylab.history import compaction
+from memorylab.history.compaction import (
     DEFAULT_SUMMARY_TEMPLATE,
     SUMMARY_SECTIONS,
     build_summary_prompt,
     create_compact_function,
     plan_compaction,
 )
-from memorylab.overlays import apply_overlays, summary_message
+from memorylab.history.overlays import apply_overlays, summary_message
 
 from tests.helpers import ids
 

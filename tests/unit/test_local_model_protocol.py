@@ -2,7 +2,7 @@
 are read from streamed text. No model is loaded here (tests/slow/test_local_model.py runs it)."""
 import pytest
 
-from memorylab import local_model
+from memorylab.llm import local_model
 
 TOOLS = [{"type": "function", "function": {
     "name": "set_context", "description": "Write to a context block.\nBlocks: memory",

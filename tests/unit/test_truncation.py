@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from memorylab.truncation import (
+from memorylab.history.truncation import (
     enforce_row_size_limit,
     json_size,
     shorten_tool_output,

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from memorylab.window import ContextWindow, length, simple_cut
+from memorylab.history.window import ContextWindow, length, simple_cut
 
 
 def chat(count, size=20):

@@ -3,13 +3,13 @@
 Notebooks and the lab's pages show the same tables, so the columns are chosen once, here.
 pandas is imported inside the function: ``import memorylab`` stays fast and does not need it.
 """
-from .compaction import CompactionPlan
-from .kv import MAX_PAGE_SIZE, KVStore
-from .longterm import LongTermMemory
-from .messages import is_tool_part, message_text
-from .overlays import is_summary_message
-from .shapes import KVRows, MemoryRecords, MemoryRows, Messages, SessionRows
-from .store import Store
+from ..history.compaction import CompactionPlan
+from ..memory.kv import MAX_PAGE_SIZE, KVStore
+from ..memory.longterm import LongTermMemory
+from ..messages import is_tool_part, message_text
+from ..history.overlays import is_summary_message
+from ..shapes import KVRows, MemoryRecords, MemoryRows, Messages, SessionRows
+from ..store import Store
 
 MESSAGE_COLUMNS = ["id", "parent_id", "role", "text", "tools", "tokens", "is_summary", "created_at"]
 SESSION_COLUMNS = ["session_id", "title", "agent_id", "tenant_id", "message_count", "branch_count", "tokens",

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from .messages import is_tool_part, message_text
-from .overlays import visible_overlays
+from ..messages import is_tool_part, message_text
+from ..history.overlays import visible_overlays
 
 
 @dataclass

@@ -5,8 +5,8 @@ ends are on it, so a summary made on one branch never shows on a sibling branch 
 the start. When several overlays start at the same message the newest wins: that is how a growing
 summary supersedes the previous one. The covered messages stay stored; only the read changes.
 """
-from .shapes import Messages
-from .tokens import estimate_message_tokens
+from ..shapes import Messages
+from ..tokens import estimate_message_tokens
 
 SUMMARY_ID_PREFIX = "compaction_"
 

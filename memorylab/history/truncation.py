@@ -7,11 +7,11 @@ marker saying how much went, so neither the model nor a reader mistakes a cut fo
 """
 import json
 
-from .errors import InvalidMessageError
-from .messages import is_tool_part
-from .tokens import compact_json, estimate_message_tokens
-from .validation import check_counts
-from .shapes import Messages
+from ..errors import InvalidMessageError
+from ..messages import is_tool_part
+from ..tokens import compact_json, estimate_message_tokens
+from ..validation import check_counts
+from ..shapes import Messages
 
 ROW_SIZE_LIMIT_BYTES = 1_800_000
 ROW_PREVIEW_CHARS = 2000

@@ -6,10 +6,10 @@ pandas or a chart.
 """
 import json
 
-from .context.render import RULE
-from .messages import is_tool_part
+from ..context.render import RULE
+from ..messages import is_tool_part
 from .overlays import is_summary_message
-from .tokens import MESSAGE_OVERHEAD_TOKENS, compact_json, estimate_part_tokens, estimate_string_tokens
+from ..tokens import MESSAGE_OVERHEAD_TOKENS, compact_json, estimate_part_tokens, estimate_string_tokens
 from .truncation import truncate_older_messages
 
 

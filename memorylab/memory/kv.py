@@ -11,10 +11,10 @@ import re
 import time
 from datetime import datetime, timezone
 
-from .errors import InvalidInputError
-from .messages import to_utc_iso
-from .shapes import KVRows
-from .validation import check_identifier, check_page, is_integer
+from ..errors import InvalidInputError
+from ..messages import to_utc_iso
+from ..shapes import KVRows
+from ..validation import check_identifier, check_page, is_integer
 
 MAX_KEY_LENGTH = 512
 MAX_VALUE_BYTES = 256 * 1024

@@ -7,12 +7,12 @@ not exist, never as "forbidden", so an error cannot be used to probe what other 
 """
 import re
 
-from .context import Tool
-from .errors import AmbiguousAgentError, InvalidInputError, NotFoundError
+from ..context import Tool
+from ..errors import AmbiguousAgentError, InvalidInputError, NotFoundError
 from .manager import Memory, incoming_message, missing_memory
-from .messages import utc_now_iso
-from .session import Session
-from .validation import check_identifier, check_number
+from ..messages import utc_now_iso
+from ..history.session import Session
+from ..validation import check_identifier, check_number
 
 MAX_NAME_LENGTH = 100
 MAX_SLUG_LENGTH = 64

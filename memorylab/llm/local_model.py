@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 
 from . import local_runtimes
-from .errors import ContextWindowError, LocalModelUnavailableError
+from ..errors import ContextWindowError, LocalModelUnavailableError
 
 PROVIDER = "local"
 MODEL = "smollm2"

@@ -13,9 +13,9 @@ import warnings
 
 import yaml
 
-from .errors import ImportFormatError, InvalidInputError, InvalidMessageError
+from ..errors import ImportFormatError, InvalidInputError, InvalidMessageError
 from .truncation import longest_fitting
-from .validation import check_integer
+from ..validation import check_integer
 
 SIMPLE_CUT = "simple_cut"
 STATE_FIELDS = ("full_context", "context_window", "memo", "max_length", "auto_resize")

@@ -54,13 +54,13 @@ import re
 import time
 from collections import deque
 
-from .errors import InvalidInputError, NotFoundError
-from .llm import redact_secrets
+from ..errors import InvalidInputError, NotFoundError
+from ..llm.models import redact_secrets
 from .longterm_model import model_steps
-from .messages import utc_now_iso
-from .tokens import compact_json
-from .truncation import truncate_text
-from .validation import check_counts, check_identifier, check_number, is_number
+from ..messages import utc_now_iso
+from ..tokens import compact_json
+from ..history.truncation import truncate_text
+from ..validation import check_counts, check_identifier, check_number, is_number
 
 GLOBAL, SESSION = "GLOBAL_MEMORY", "SESSION_MEMORY"
 SCOPES = (GLOBAL, SESSION)

@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from .errors import InvalidInputError
-from .validation import check_identifier
+from ..errors import InvalidInputError
+from ..validation import check_identifier
 
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s.]+")
 # A phone needs its country code: "+" and digits, optionally grouped by spaces, dots, dashes and

@@ -7,10 +7,10 @@ came from a user, a provider or a model goes through ``html.escape``: a message 
 """
 import html
 
-from .context.providers import TAGS
-from .context.render import usage_percent
-from .tokens import compact_json
-from .validation import is_integer
+from ..context.providers import TAGS
+from ..context.render import usage_percent
+from ..tokens import compact_json
+from ..validation import is_integer
 
 # Wrapped and scrollable: a rendered prompt has long lines and can run to hundreds of them.
 PROMPT_STYLE = ("white-space:pre-wrap;max-height:32em;overflow:auto;background:#f8fafc;padding:8px;"

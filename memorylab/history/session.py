@@ -9,15 +9,15 @@ import uuid
 import warnings
 
 from .compaction import CompactionContext
-from .context import ContextBlocks, build_tools
-from .context.blocks import StoredPromptProvider
-from .errors import InvalidInputError, InvalidMessageError, NotFoundError
-from .messages import is_tool_part, normalize_message, utc_now_iso
+from ..context import ContextBlocks, build_tools
+from ..context.blocks import StoredPromptProvider
+from ..errors import InvalidInputError, InvalidMessageError, NotFoundError
+from ..messages import is_tool_part, normalize_message, utc_now_iso
 from .overlays import apply_overlays, visible_overlays
-from .store import LATEST_LEAF
-from .tokens import estimate_message_tokens, estimate_string_tokens
+from ..store import LATEST_LEAF
+from ..tokens import estimate_message_tokens, estimate_string_tokens
 from .truncation import ROW_SIZE_LIMIT_BYTES, enforce_row_size_limit
-from .validation import check_identifier, check_integer, is_number
+from ..validation import check_identifier, check_integer, is_number
 
 COMPACTION_STATUS_KEY = "memorylab.compaction"
 # After an automatic compaction found nothing to do, wait until the history has grown this much
@@ -81,7 +81,7 @@ class Session:
 
     def _repr_html_(self):
         """Jupyter's view of the session: counts, tokens and context blocks, all escaped."""
-        from .notebook import session_html
+        from ..lab.notebook import session_html
 
         return session_html(self)
 

@@ -11,9 +11,9 @@ into failure diagnostics and a deterministic fallback, never a crash.
 import json
 import re
 
-from .errors import ModelOutputError
-from .llm import check_request, complete, redact_secrets
-from .tokens import compact_json
+from ..errors import ModelOutputError
+from ..llm.models import check_request, complete, redact_secrets
+from ..tokens import compact_json
 
 REPLY_PREVIEW_CHARS = 200
 MAX_JSON_STARTS = 20

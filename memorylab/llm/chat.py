@@ -11,13 +11,13 @@ import json
 import time
 import uuid
 
-from .errors import DamagedRowError, InvalidInputError, ModelError, NotFoundError
-from .llm import DEFAULT_LOCAL_MODEL, check_request, complete, redact_secrets, usage_and_cost
-from .longterm import render_memory_block
-from .messages import message_text, to_openai, utc_now_iso
-from .tokens import compact_json
-from .truncation import truncate_older_messages
-from .validation import check_integer
+from ..errors import DamagedRowError, InvalidInputError, ModelError, NotFoundError
+from .models import DEFAULT_LOCAL_MODEL, check_request, complete, redact_secrets, usage_and_cost
+from ..memory.longterm import render_memory_block
+from ..messages import message_text, to_openai, utc_now_iso
+from ..tokens import compact_json
+from ..history.truncation import truncate_older_messages
+from ..validation import check_integer
 
 CHAT_ERRORS_KEY = "memorylab.chat_errors"
 MAX_ERROR_RECORDS = 20

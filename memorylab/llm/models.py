@@ -13,9 +13,9 @@ import re
 import urllib.request
 
 from . import local_model
-from .errors import InvalidInputError, ModelError
-from .messages import from_openai, to_openai
-from .tokens import compact_json, estimate_message_tokens, estimate_string_tokens
+from ..errors import InvalidInputError, ModelError
+from ..messages import from_openai, to_openai
+from ..tokens import compact_json, estimate_message_tokens, estimate_string_tokens
 
 DEFAULT_LOCAL_MODEL = f"{local_model.PROVIDER}/{local_model.MODEL}"
 DEFAULT_OLLAMA_BASE = "http://localhost:11434"

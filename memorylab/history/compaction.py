@@ -8,13 +8,13 @@ with each message, so planning a long branch never re-tokenizes it.
 import string
 from dataclasses import dataclass, fields
 
-from .errors import InvalidInputError
-from .messages import is_tool_part, message_text
+from ..errors import InvalidInputError
+from ..messages import is_tool_part, message_text
 from .overlays import is_summary_message
-from .shapes import Messages
-from .tokens import compact_json, estimate_message_tokens
+from ..shapes import Messages
+from ..tokens import compact_json, estimate_message_tokens
 from .truncation import truncate_text
-from .validation import check_counts
+from ..validation import check_counts
 
 SUMMARY_SECTIONS = ("Topic", "Key Points", "Current State", "Open Items")
 MIN_TARGET_SUMMARY_TOKENS = 100
@@ -118,7 +118,7 @@ class CompactionPlan:
 
     def _repr_html_(self):
         """Jupyter's view of the plan: head, middle and tail as a table, the prompt folded away."""
-        from .notebook import plan_html
+        from ..lab.notebook import plan_html
 
         return plan_html(self)
 
