@@ -2,8 +2,10 @@
 
 The engine is importable without Streamlit or litellm; those load only where they are used.
 """
-from .memory.admin import MemoryAdmin, register_agent, status_tools
-from .llm.chat import ChatRunner
+# The store: SQLite or PostgreSQL behind one small surface.
+from .store import Store
+
+# History: a session's message tree, its overlays and compactions, and the chat window.
 from .history.compaction import (
     CompactionContext,
     CompactionPlan,
@@ -11,9 +13,41 @@ from .history.compaction import (
     create_compact_function,
     plan_compaction,
 )
+from .history.overlays import apply_overlays
+from .history.session import Session
+from .history.truncation import enforce_row_size_limit, truncate_older_messages
+from .history.window import ContextWindow
+
+# Context blocks: what the system prompt is rendered from, and the tools they generate.
 from .context import (FileProvider, SkillDirectoryProvider, SqliteSearchProvider, StaticProvider, Tool,
                       render_system_prompt)
+
+# The memory manager, the KV store and cross-agent administration.
+from .memory.admin import MemoryAdmin, register_agent, status_tools
+from .memory.identity import identify
+from .memory.kv import KVStore
+from .memory.manager import Memory
+
+# Long-term memory: records extracted after turns and recalled before them.
+from .memory.longterm import LongTermMemory
+
+# The model layer: the chat loop and every model call, through litellm.
+from .llm.chat import ChatRunner
+from .llm.models import (DEFAULT_LOCAL_MODEL, complete, complete_text, count_tokens, make_summarizer, usable_models,
+                         usage_and_cost)
+
+# Import and export, message conversion and token estimates.
+from .io import export_session, import_session, parse_export, read_export, write_export
+from .messages import from_openai, message_text, normalize_message, to_openai
+from .tokens import estimate_message_tokens, estimate_string_tokens
+
+# Notebooks: DataFrames of the engine's results, and the sample data.
+from .lab.frames import to_dataframe
+from .lab.samples import load_samples
+
+# Errors: every exception memorylab raises derives from MemoryLabError.
 from .errors import (
+    AmbiguousAgentError,
     BlockBudgetError,
     ConflictError,
     DamagedRowError,
@@ -22,44 +56,37 @@ from .errors import (
     InvalidInputError,
     InvalidMessageError,
     MemoryLabError,
-    AmbiguousAgentError,
     ModelError,
-    NothingToSummarizeError,
     NotFoundError,
+    NothingToSummarizeError,
     ReadOnlyBlockError,
     StoreBusyError,
     StoreError,
 )
-from .lab.frames import to_dataframe
-from .memory.identity import identify
-from .io import export_session, import_session, parse_export, read_export, write_export
-from .memory.kv import KVStore
-from .llm.models import (DEFAULT_LOCAL_MODEL, complete, complete_text, count_tokens, make_summarizer, usable_models,
-                  usage_and_cost)
-from .messages import from_openai, message_text, normalize_message, to_openai
-from .memory.longterm import LongTermMemory
-from .memory.manager import Memory
-from .history.overlays import apply_overlays
-from .lab.samples import load_samples
-from .history.session import Session
-from .store import Store
-from .tokens import estimate_message_tokens, estimate_string_tokens
-from .history.truncation import enforce_row_size_limit, truncate_older_messages
-from .history.window import ContextWindow
 
 __all__ = [
-    "LongTermMemory", "to_dataframe",
-    "AmbiguousAgentError", "KVStore", "Memory", "MemoryAdmin", "NothingToSummarizeError", "identify",
-    "register_agent", "status_tools",
-    "ChatRunner", "DEFAULT_LOCAL_MODEL", "ModelError", "complete", "complete_text", "count_tokens", "make_summarizer",
+    # store
+    "Store",
+    # history
+    "CompactionContext", "CompactionPlan", "ContextWindow", "Session", "apply_overlays", "build_summary_prompt",
+    "create_compact_function", "enforce_row_size_limit", "plan_compaction", "truncate_older_messages",
+    # context blocks
+    "FileProvider", "SkillDirectoryProvider", "SqliteSearchProvider", "StaticProvider", "Tool",
+    "render_system_prompt",
+    # memory manager, KV store, administration
+    "KVStore", "Memory", "MemoryAdmin", "identify", "register_agent", "status_tools",
+    # long-term memory
+    "LongTermMemory",
+    # model layer
+    "DEFAULT_LOCAL_MODEL", "ChatRunner", "complete", "complete_text", "count_tokens", "make_summarizer",
     "usable_models", "usage_and_cost",
-    "CompactionContext", "CompactionPlan", "ContextWindow", "build_summary_prompt", "create_compact_function",
-    "enforce_row_size_limit", "plan_compaction", "truncate_older_messages",
-    "BlockBudgetError", "FileProvider", "ReadOnlyBlockError", "SkillDirectoryProvider", "SqliteSearchProvider",
-    "StaticProvider", "Tool", "render_system_prompt",
-    "ConflictError", "DamagedRowError", "DamagedRowWarning", "ImportFormatError", "InvalidInputError",
-    "InvalidMessageError", "MemoryLabError",
-    "NotFoundError", "Session", "Store", "StoreBusyError", "StoreError", "apply_overlays", "estimate_message_tokens",
-    "estimate_string_tokens", "export_session", "from_openai", "import_session", "load_samples",
+    # import/export, messages, tokens
+    "estimate_message_tokens", "estimate_string_tokens", "export_session", "from_openai", "import_session",
     "message_text", "normalize_message", "parse_export", "read_export", "to_openai", "write_export",
+    # notebooks
+    "load_samples", "to_dataframe",
+    # errors
+    "AmbiguousAgentError", "BlockBudgetError", "ConflictError", "DamagedRowError", "DamagedRowWarning",
+    "ImportFormatError", "InvalidInputError", "InvalidMessageError", "MemoryLabError", "ModelError",
+    "NotFoundError", "NothingToSummarizeError", "ReadOnlyBlockError", "StoreBusyError", "StoreError",
 ]

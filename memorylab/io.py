@@ -7,6 +7,7 @@ gets an ImportFormatError that says what is wrong, and the store is left as it w
 """
 import json
 from pathlib import Path
+from typing import Any
 
 from .context.blocks import check_label
 from .errors import ImportFormatError, MemoryLabError
@@ -21,7 +22,7 @@ EXPORT_VERSION = 1
 MAX_IMPORT_BYTES = 256 * 1024 * 1024
 
 
-def export_session(session):
+def export_session(session) -> dict:
     """The session as a JSON-ready dict (``json.dumps`` it, or use ``write_export``)."""
     info = session.info
     messages = [
@@ -46,11 +47,11 @@ def export_session(session):
     }
 
 
-def write_export(session, path):
+def write_export(session, path) -> None:
     Path(path).write_text(json.dumps(export_session(session), ensure_ascii=False, indent=2), encoding="utf-8")
 
 
-def read_export(path):
+def read_export(path) -> Any:
     """Parse an export file, refusing files over MAX_IMPORT_BYTES before reading them."""
     path = Path(path)
     size = path.stat().st_size
@@ -61,7 +62,7 @@ def read_export(path):
     return parse_export(path.read_bytes())
 
 
-def parse_export(text):
+def parse_export(text) -> Any:
     """Parse export JSON (str or bytes) with a clear error for broken JSON."""
     try:
         return json.loads(text)
@@ -71,7 +72,7 @@ def parse_export(text):
         raise ImportFormatError("not a session export: its JSON is nested too deeply to read") from None
 
 
-def import_session(store, data, *, session_id=None, tenant_id=None, agent_id=None, replace=False):
+def import_session(store, data, *, session_id=None, tenant_id=None, agent_id=None, replace=False) -> Session:
     """Write an exported session into ``store`` and return its Session.
 
     ``session_id`` / ``tenant_id`` / ``agent_id`` override the ids in the file (to import a copy).
@@ -108,7 +109,7 @@ def _require(condition, message):
         raise ImportFormatError(message)
 
 
-def validate_export(data):
+def validate_export(data) -> dict:
     """Check a parsed export completely; returns the normalized pieces to write."""
     _require(isinstance(data, dict), "an export must be a JSON object")
     _require(data.get("format") == EXPORT_FORMAT, f"'format' must be {EXPORT_FORMAT!r}")

@@ -15,16 +15,16 @@ from .validation import check_identifier
 ROLES = ("user", "assistant", "system", "tool")
 
 
-def new_message_id():
+def new_message_id() -> str:
     return "msg_" + uuid.uuid4().hex[:20]
 
 
-def utc_now_iso():
+def utc_now_iso() -> str:
     """Current time as ISO-8601 UTC with millisecond precision, e.g. 2026-11-30T01:13:02.123Z."""
     return to_utc_iso(datetime.now(timezone.utc))
 
 
-def to_utc_iso(moment, what="timestamp"):
+def to_utc_iso(moment, what="timestamp") -> str:
     """A datetime or ISO-8601 string in the store's form (UTC, milliseconds, ``Z``).
 
     A value without a UTC offset is local time, as ``datetime.now()`` gives it: read as UTC, a
@@ -45,12 +45,12 @@ def to_utc_iso(moment, what="timestamp"):
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def is_tool_part(part):
+def is_tool_part(part) -> bool:
     kind = part.get("type", "")
     return kind.startswith("tool-") or kind == "dynamic-tool"
 
 
-def message_text(message):
+def message_text(message) -> str:
     """The searchable text of a message: its text parts, newline-joined."""
     return "\n".join(
         p.get("text") or "" for p in message.get("parts") or () if p.get("type") == "text"
@@ -89,7 +89,7 @@ def _check_part(part, index):
     return dict(part)
 
 
-def normalize_message(message):
+def normalize_message(message) -> dict:
     """Validate a message (parts shape or OpenAI shape) and return a new canonical dict.
 
     Missing ``id`` and ``created_at`` are filled in. Raises InvalidMessageError naming the field.
@@ -151,7 +151,7 @@ def _parse_arguments(arguments):
         return arguments
 
 
-def from_openai(message):
+def from_openai(message) -> dict:
     """Convert one OpenAI chat dict to the parts shape (id, created_at and metadata are kept)."""
     role = message.get("role")
     parts = []
@@ -200,7 +200,7 @@ def _tool_output_content(output):
     return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
 
 
-def to_openai(messages):
+def to_openai(messages) -> list[dict]:
     """Convert parts-shape messages to OpenAI chat dicts for litellm.
 
     Reasoning parts are dropped (providers do not accept them back). A tool part that carries its

@@ -9,7 +9,7 @@ import json
 MESSAGE_OVERHEAD_TOKENS = 4
 
 
-def estimate_string_tokens(text):
+def estimate_string_tokens(text) -> int:
     """ceil(max(len(text) / 4, words * 1.3)), in integer arithmetic (no float rounding surprises)."""
     if not text:
         return 0
@@ -18,14 +18,14 @@ def estimate_string_tokens(text):
     return max(by_chars, by_words)
 
 
-def compact_json(value):
+def compact_json(value) -> str:
     """The compact JSON form used to count structured values (tool inputs and outputs)."""
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def estimate_part_tokens(part):
+def estimate_part_tokens(part) -> int:
     kind = part.get("type", "")
     if kind in ("text", "reasoning"):
         return estimate_string_tokens(part.get("text") or "")
@@ -39,7 +39,7 @@ def estimate_part_tokens(part):
     return estimate_string_tokens(compact_json(part))
 
 
-def estimate_message_tokens(messages):
+def estimate_message_tokens(messages) -> int:
     """Estimated tokens of a list of messages (a single message dict is accepted too)."""
     if isinstance(messages, dict):
         messages = [messages]

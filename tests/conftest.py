@@ -96,8 +96,11 @@ def clean_schemas(postgres_server):
     creating the tables costs about 140 ms a test, emptying them a tenth of that."""
     import psycopg
 
+    def migrate(schema):
+        Store(local_postgres.in_schema(postgres_server, schema)).close()
+
     with psycopg.connect(postgres_server, autocommit=True) as conn:
-        yield SchemaPool(conn)
+        yield SchemaPool(conn, migrate)
 
 
 @pytest.fixture

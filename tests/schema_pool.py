@@ -17,12 +17,18 @@ RECORD_TABLE = "memorylab_schema"
 
 
 class SchemaPool:
-    """Schemas on one server, handed out and taken back over one autocommit connection of its own."""
+    """Schemas on one server, handed out and taken back over one autocommit connection of its own.
 
-    def __init__(self, conn):
-        self.conn = conn
-        self.free = []
-        self.migrated_shape = None
+    The shape every schema must have to go back into the pool is read from one that ``migrate`` (a
+    function opening a store on a schema, so its migrations run) has just made: never from a schema
+    a test has used, which may have damaged it."""
+
+    def __init__(self, conn, migrate):
+        self.conn, self.free = conn, []
+        schema = self.take()
+        migrate(schema)
+        self.migrated_shape = self._fingerprint(conn, schema)
+        self.free.append(schema)
 
     def take(self):
         if self.free:
@@ -33,15 +39,17 @@ class SchemaPool:
 
     def give_back(self, schema):
         conn = self.conn
-        shape = conn.execute(SHAPE, (schema,)).fetchone()
-        version = self._version(conn, schema)
-        if shape and version is not None:
-            fingerprint = (shape[0], version)
-            self.migrated_shape = self.migrated_shape or fingerprint
-            if fingerprint == self.migrated_shape and self._empty(conn, schema):
-                self.free.append(schema)
-                return
+        if self._fingerprint(conn, schema) == self.migrated_shape and self._empty(conn, schema):
+            self.free.append(schema)
+            return
         conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+    @classmethod
+    def _fingerprint(cls, conn, schema):
+        """(shape, recorded version) of a schema; None when it was never migrated."""
+        shape = conn.execute(SHAPE, (schema,)).fetchone()
+        version = cls._version(conn, schema)
+        return (shape[0], version) if shape and version is not None else None
 
     @staticmethod
     def _version(conn, schema):

@@ -28,14 +28,14 @@ class StoredPromptProvider:
     def __init__(self, session):
         self.session = session
 
-    def get(self):
+    def get(self) -> str | None:
         return self.session.storage.blocks.cached_prompt()
 
-    def set(self, prompt):
+    def set(self, prompt) -> None:
         self.session.storage.blocks.set_cached_prompt(prompt)
 
 
-def check_label(label):
+def check_label(label) -> str:
     if not isinstance(label, str) or not _LABEL.fullmatch(label):
         raise InvalidInputError(
             f"block label {label!r} must start with a letter and hold only letters, digits, '_' or '-' "
@@ -55,7 +55,7 @@ class ContextBlocks:
 
     # -- configuration -------------------------------------------------------------------------
 
-    def configure(self, label, *, description=None, max_tokens=None, provider=None, replace=True):
+    def configure(self, label, *, description=None, max_tokens=None, provider=None, replace=True) -> dict:
         check_label(label)
         if not replace and label in self._configs:
             raise ConflictError(f"a block labelled {label!r} exists already; remove it first")
@@ -65,11 +65,11 @@ class ContextBlocks:
         self._configs[label] = BlockConfig(label, description, max_tokens, provider, provider_kind(provider))
         return self.block(label)
 
-    def remove(self, label):
+    def remove(self, label) -> None:
         if self._configs.pop(label, None) is None:
             raise NotFoundError(f"no context block {label!r}")
 
-    def config(self, label):
+    def config(self, label) -> BlockConfig:
         try:
             return self._configs[label]
         except KeyError:
@@ -77,12 +77,12 @@ class ContextBlocks:
             raise NotFoundError(f"no context block {label!r}; blocks: {known}") from None
 
     @property
-    def configs(self):
+    def configs(self) -> list[BlockConfig]:
         return list(self._configs.values())
 
     # -- reading -------------------------------------------------------------------------------
 
-    def block(self, label):
+    def block(self, label) -> dict:
         config = self.config(label)
         content = config.provider.get() or ""
         block = {
@@ -100,10 +100,10 @@ class ContextBlocks:
             block["active_skills"] = self.session.storage.blocks.active_skills(label)
         return block
 
-    def blocks(self):
+    def blocks(self) -> list[dict]:
         return [self.block(label) for label in self._configs]
 
-    def render(self):
+    def render(self) -> str:
         return render_system_prompt(self.blocks())
 
     # -- writing -------------------------------------------------------------------------------
@@ -128,13 +128,13 @@ class ContextBlocks:
                 f"{tokens} tokens. Nothing was written: shorten it or remove something first."
             )
 
-    def replace(self, label, content):
+    def replace(self, label, content) -> dict:
         config = self._writable(label)
         self._check_budget(config, content)
         config.provider.set(content)
         return self.block(label)
 
-    def append(self, label, content):
+    def append(self, label, content) -> dict:
         config = self._writable(label)
         current = config.provider.get() or ""
         separator = "" if not current or current.endswith("\n") or content.startswith("\n") else "\n"
@@ -143,7 +143,7 @@ class ContextBlocks:
         config.provider.set(combined)
         return self.block(label)
 
-    def set_entry(self, label, key, content):
+    def set_entry(self, label, key, content) -> dict:
         config = self.config(label)
         if config.kind not in (SEARCHABLE, SKILL) or not accepts_keyed_set(config.provider):
             raise ReadOnlyBlockError(f"block {label!r} does not take keyed entries")
@@ -151,7 +151,7 @@ class ContextBlocks:
         config.provider.set(key, content)
         return self.block(label)
 
-    def search(self, label, query):
+    def search(self, label, query) -> str:
         config = self.config(label)
         if config.kind != SEARCHABLE:
             raise InvalidInputError(f"block {label!r} is {config.kind}, not searchable")
@@ -163,7 +163,7 @@ class ContextBlocks:
             raise InvalidInputError(f"block {label!r} is {config.kind}, not a skills block")
         return config.provider
 
-    def activate_skill(self, label, key):
+    def activate_skill(self, label, key) -> str:
         """The skill's full text, recorded as active; an unknown key is NotFoundError and stays inactive."""
         body = self._skill_provider(label).load(key)
         if body is None:
@@ -171,7 +171,7 @@ class ContextBlocks:
         self.session.storage.blocks.set_skill_active(label, key, True)
         return body
 
-    def deactivate_skill(self, label, key):
+    def deactivate_skill(self, label, key) -> None:
         self._skill_provider(label)
         if key not in self.session.storage.blocks.active_skills(label):
             raise NotFoundError(f"skill {key!r} is not active in {label!r}")
@@ -179,7 +179,7 @@ class ContextBlocks:
 
     # -- the frozen system prompt --------------------------------------------------------------
 
-    def freeze(self):
+    def freeze(self) -> str:
         """Render once, then return the same string (from the prompt cache when one is set)."""
         if self._frozen is None and self.prompt_cache is not None:
             self._frozen = self.prompt_cache.get()
@@ -187,11 +187,11 @@ class ContextBlocks:
             self.refresh()
         return self._frozen
 
-    def current_prompt(self):
+    def current_prompt(self) -> str:
         """The frozen prompt when there is one, else what freezing would produce now."""
         return self._frozen if self._frozen is not None else self.render()
 
-    def refresh(self):
+    def refresh(self) -> str:
         self._frozen = self.render()
         if self.prompt_cache is not None:
             self.prompt_cache.set(self._frozen)

@@ -15,7 +15,7 @@ READONLY, WRITABLE, SEARCHABLE, SKILL = "readonly", "writable", "searchable", "s
 TAGS = {READONLY: "readonly", WRITABLE: "writable", SEARCHABLE: "searchable", SKILL: "loadable"}
 
 
-def provider_kind(provider):
+def provider_kind(provider) -> str:
     """The block kind a provider's methods imply."""
     if not callable(getattr(provider, "get", None)):
         raise InvalidInputError(f"a context provider needs a get() method; {type(provider).__name__} has none")
@@ -28,7 +28,7 @@ def provider_kind(provider):
     return READONLY
 
 
-def accepts_keyed_set(provider):
+def accepts_keyed_set(provider) -> bool:
     """True when ``provider.set`` takes ``(key, content)``: searchable blocks may index entries."""
     setter = getattr(provider, "set", None)
     if not callable(setter):
@@ -47,7 +47,7 @@ class StaticProvider:
     def __init__(self, text):
         self.text = text
 
-    def get(self):
+    def get(self) -> str:
         return self.text
 
 
@@ -61,7 +61,7 @@ class FileProvider:
         self.path = Path(path)
         self.encoding = encoding
 
-    def get(self):
+    def get(self) -> str:
         if not self.path.is_file():
             return ""
         return self.path.read_text(encoding=self.encoding).rstrip("\n")
@@ -73,10 +73,10 @@ class SessionBlockProvider:
     def __init__(self, blocks, label):
         self.blocks, self.label = blocks, label
 
-    def get(self):
+    def get(self) -> str:
         return self.blocks.content(self.label) or ""
 
-    def set(self, content):
+    def set(self, content) -> None:
         self.blocks.set_content(self.label, content)
 
 
@@ -89,23 +89,23 @@ class SqliteSearchProvider:
         self.tenant_id = check_identifier(tenant_id, "tenant id")
         self.limit = limit
 
-    def get(self):
+    def get(self) -> str:
         count = self.store.entries.count(self.tenant_id, self.namespace)
         return f"{count} {'entry' if count == 1 else 'entries'} indexed."
 
-    def search(self, query):
+    def search(self, query) -> str:
         hits = self.store.entries.search(self.tenant_id, self.namespace, query, self.limit)
         if not hits:
             return f"No entries match {query!r}."
         return "\n\n".join(f"[{hit['key']}]\n{hit['content']}" for hit in hits)
 
-    def set(self, key, content):
+    def set(self, key, content) -> None:
         self.store.entries.put(self.tenant_id, self.namespace, check_identifier(key, "entry key"), content)
 
-    def delete(self, key):
+    def delete(self, key) -> bool:
         return self.store.entries.delete(self.tenant_id, self.namespace, key)
 
-    def entries(self):
+    def entries(self) -> list[dict]:
         return self.store.entries.list(self.tenant_id, self.namespace)
 
 
@@ -122,7 +122,7 @@ class SkillDirectoryProvider:
     def __init__(self, path):
         self.path = Path(path)
 
-    def keys(self):
+    def keys(self) -> list[str]:
         if not self.path.is_dir():
             return []
         return sorted(p.stem for p in self.path.glob("*.md") if p.is_file())
@@ -133,7 +133,7 @@ class SkillDirectoryProvider:
             raise NotFoundError(f"no skill {key!r}; available: {', '.join(self.keys()) or 'none'}")
         return self.path / f"{key}.md"
 
-    def describe(self, key):
+    def describe(self, key) -> str:
         text = self._file(key).read_text(encoding="utf-8")
         front = _FRONT_MATTER.match(text)
         if front:
@@ -148,10 +148,10 @@ class SkillDirectoryProvider:
                 return line
         return ""
 
-    def get(self):
+    def get(self) -> str:
         return "\n".join(f"- {key}: {self.describe(key)}" for key in self.keys())
 
-    def load(self, key):
+    def load(self, key) -> str:
         text = self._file(key).read_text(encoding="utf-8")
         front = _FRONT_MATTER.match(text)
         return text[front.end():] if front else text

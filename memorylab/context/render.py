@@ -4,12 +4,12 @@ from .providers import READONLY, TAGS
 RULE = "═" * 46
 
 
-def usage_percent(tokens, max_tokens):
+def usage_percent(tokens, max_tokens) -> int:
     """tokens / max_tokens as a whole percent, rounded half up (integer arithmetic)."""
     return (200 * tokens + max_tokens) // (2 * max_tokens)
 
 
-def block_header(block):
+def block_header(block) -> str:
     header = block["label"].upper()
     if block.get("description"):
         header += f" ({block['description']})"
@@ -19,11 +19,11 @@ def block_header(block):
     return f"{header} [{TAGS[block['kind']]}]"
 
 
-def render_block(block):
+def render_block(block) -> str:
     return f"{RULE}\n{block_header(block)}\n{RULE}\n{block['content']}"
 
 
-def render_system_prompt(blocks):
+def render_system_prompt(blocks) -> str:
     """Blocks in order, separated by a blank line; an empty readonly block is left out."""
     return "\n\n".join(
         render_block(b) for b in blocks if b["content"].strip() or b["kind"] != READONLY

@@ -18,7 +18,7 @@ class Tool:
     parameters: dict
     run: Callable[[dict], str]
 
-    def execute(self, args):
+    def execute(self, args) -> str:
         """Run the tool on a dict of arguments; errors are returned as ``Error: ...`` text."""
         if not isinstance(args, dict):
             return f"Error: {self.name} takes a JSON object of arguments, got {type(args).__name__}"
@@ -32,12 +32,12 @@ class Tool:
         except Exception as error:  # a user's provider failed: the model reads why, the turn goes on
             return f"Error: {self.name} failed: {type(error).__name__}: {error}"
 
-    def openai_schema(self):
+    def openai_schema(self) -> dict:
         return {"type": "function",
                 "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
 
 
-def content_key(content):
+def content_key(content) -> str:
     """A stable key for an entry written without one: the same content always gets the same key."""
     return "entry-" + hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
@@ -128,7 +128,7 @@ def _skill_tools(context, targets):
     ]
 
 
-def build_tools(context):
+def build_tools(context) -> dict[str, Tool]:
     """{name: Tool} for the blocks ``context`` holds now."""
     blocks = context.blocks()
     writable = [b for b in blocks if b["kind"] == WRITABLE

@@ -13,7 +13,7 @@ from ..tokens import MESSAGE_OVERHEAD_TOKENS, compact_json, estimate_part_tokens
 from .truncation import truncate_older_messages
 
 
-def split_rendered_prompt(prompt):
+def split_rendered_prompt(prompt) -> list[tuple[str, str]]:
     """``[(label, section_text)]`` of a rendered system prompt, one entry per block."""
     if not prompt:
         return []
@@ -32,7 +32,7 @@ def _row(part, item, tokens):
     return {"part": part, "item": item, "tokens": tokens}
 
 
-def request_breakdown(session, leaf_id=None, *, micro_compaction=None):
+def request_breakdown(session, leaf_id=None, *, micro_compaction=None) -> list[dict]:
     """Rows ``{"part", "item", "tokens"}`` for the request ``ChatRunner`` would send on this branch.
 
     ``micro_compaction`` is a dict of ``truncate_older_messages`` settings (None: its defaults).

@@ -6,12 +6,13 @@ supplies. Nothing here does I/O or calls a model, and token counts come from the
 with each message, so planning a long branch never re-tokenizes it.
 """
 import string
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 from ..errors import InvalidInputError
 from ..messages import is_tool_part, message_text
 from .overlays import is_summary_message
-from ..shapes import Messages
+from ..shapes import Message, Messages
 from ..tokens import compact_json, estimate_message_tokens
 from .truncation import truncate_text
 from ..validation import check_counts
@@ -105,7 +106,7 @@ class CompactionPlan:
     min_tail_messages: int
     prompt_template: str | None
 
-    def to_dict(self):
+    def to_dict(self) -> dict:
         """JSON-friendly form: message ids instead of whole messages."""
         plain = {}
         for field in fields(self):
@@ -124,7 +125,7 @@ class CompactionPlan:
 
 
 def plan_compaction(messages, *, protect_head=3, tail_token_budget=20000, min_tail_messages=2,
-                    token_counter=None, prompt_template=None):
+                    token_counter=None, prompt_template=None) -> CompactionPlan | None:
     """The compaction that would run on ``messages`` (an overlaid history), or None if there is
     nothing to summarize: the middle holds no original message.
 
@@ -203,7 +204,7 @@ def _original_id(message, which_end):
     return message["id"]
 
 
-def check_summary_template(template):
+def check_summary_template(template) -> None:
     """InvalidInputError unless ``template`` is None or a str.format template using only the known
     fields and including ``{transcript}``."""
     if template is None:
@@ -227,7 +228,7 @@ def check_summary_template(template):
         )
 
 
-def build_summary_prompt(middle, *, previous_summary=None, target_tokens, template=None):
+def build_summary_prompt(middle, *, previous_summary=None, target_tokens, template=None) -> str:
     """The prompt that asks for a four-section summary of ``middle``.
 
     In a template, ``{previous_summary}`` becomes a short section holding the previous summary and
@@ -241,7 +242,7 @@ def build_summary_prompt(middle, *, previous_summary=None, target_tokens, templa
     )
 
 
-def render_transcript(messages):
+def render_transcript(messages) -> str:
     """Role-labelled lines; a tool call shows its input and (cut) output on one line, even when the
     result arrived in a separate tool message. Reasoning is left out: it is not part of what was said."""
     separate_results = {
@@ -275,7 +276,7 @@ def _render_tool_call(call, result):
 
 
 def create_compact_function(summarize, *, protect_head=3, tail_token_budget=20000, min_tail_messages=2,
-                            token_counter=None, prompt_template=None):
+                            token_counter=None, prompt_template=None) -> Callable[[list[Message]], dict | None]:
     """``compact(messages) -> {"summary", "from_id", "to_id", "plan"} | None`` for ``Session.on_compaction``.
 
     Without a ``token_counter`` of its own, it uses the one a ``CompactionContext`` carries (the

@@ -22,7 +22,7 @@ def _terms(text):
     return terms
 
 
-def fact_survival(summary, facts):
+def fact_survival(summary, facts) -> list[dict]:
     """``[{"fact", "kept", "missing"}]`` for each non-empty fact, in order."""
     present = set(_terms(summary or ""))
     flattened = " ".join(present)

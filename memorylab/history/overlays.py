@@ -5,13 +5,13 @@ ends are on it, so a summary made on one branch never shows on a sibling branch 
 the start. When several overlays start at the same message the newest wins: that is how a growing
 summary supersedes the previous one. The covered messages stay stored; only the read changes.
 """
-from ..shapes import Messages
+from ..shapes import Message, Messages, Overlay
 from ..tokens import estimate_message_tokens
 
 SUMMARY_ID_PREFIX = "compaction_"
 
 
-def summary_message(overlay, covered):
+def summary_message(overlay, covered) -> Message:
     """The synthetic assistant message that stands in for ``covered`` on read."""
     message = {
         "id": f"{SUMMARY_ID_PREFIX}{overlay['id']}",
@@ -33,11 +33,11 @@ def summary_message(overlay, covered):
     return message
 
 
-def is_summary_message(message):
+def is_summary_message(message) -> bool:
     return str(message.get("id", "")).startswith(SUMMARY_ID_PREFIX)
 
 
-def visible_overlays(path, overlays):
+def visible_overlays(path, overlays) -> dict[int, tuple[Overlay, int]]:
     """{start index: (overlay, end index)} for the overlays that apply to ``path``."""
     index = {m["id"]: i for i, m in enumerate(path)}
     chosen = {}
@@ -48,7 +48,7 @@ def visible_overlays(path, overlays):
     return chosen
 
 
-def apply_overlays(path, overlays):
+def apply_overlays(path, overlays) -> Messages:
     """``path`` with each visible overlay's range replaced by its summary message."""
     chosen = visible_overlays(path, overlays)
     if not chosen:

@@ -4,17 +4,21 @@ Every message has a parent; appending under a message that already has children 
 (a regeneration or an edit). Reading walks one root-to-leaf path with compaction overlays applied.
 All storage goes through ``Store``; this module holds the tree semantics.
 """
+from __future__ import annotations
+
 import logging
 import uuid
 import warnings
 
 from .compaction import CompactionContext
-from ..context import ContextBlocks, build_tools
+from ..context import ContextBlocks, Tool, build_tools
 from ..context.blocks import StoredPromptProvider
 from ..errors import InvalidInputError, InvalidMessageError, NotFoundError
 from ..messages import is_tool_part, normalize_message, utc_now_iso
 from .overlays import apply_overlays, visible_overlays
+from ..shapes import Message, Messages, Overlay, SearchHits
 from ..store import LATEST_LEAF
+from ..store.protocols import SessionStorage
 from ..tokens import estimate_message_tokens, estimate_string_tokens
 from .truncation import ROW_SIZE_LIMIT_BYTES, enforce_row_size_limit
 from ..validation import check_identifier, check_integer, is_number
@@ -58,7 +62,7 @@ class Session:
         self._auto_compact_skip_below = None
 
     @classmethod
-    def create(cls, store, session_id=None, *, tenant_id="default", agent_id="default", metadata=None):
+    def create(cls, store, session_id=None, *, tenant_id="default", agent_id="default", metadata=None) -> Session:
         """Open the session, creating it when it does not exist (``session_id=None`` makes a new id)."""
         session_id = f"session-{uuid.uuid4().hex[:12]}" if session_id is None else session_id
         session = cls(store, session_id, tenant_id=tenant_id, agent_id=agent_id)
@@ -66,7 +70,7 @@ class Session:
         return session
 
     @classmethod
-    def open(cls, store, session_id, *, tenant_id="default", agent_id="default"):
+    def open(cls, store, session_id, *, tenant_id="default", agent_id="default") -> Session:
         """Open an existing session; NotFoundError when there is none with that id."""
         session = cls(store, session_id, tenant_id=tenant_id, agent_id=agent_id)
         session._pk = store.sessions.find(session.tenant_id, session.agent_id, session.session_id)
@@ -86,102 +90,102 @@ class Session:
         return session_html(self)
 
     @property
-    def pk(self):
+    def pk(self) -> int:
         """The store's key for this session (created on first use)."""
         if self._pk is None:
             self._pk = self.store.sessions.ensure(self.tenant_id, self.agent_id, self.session_id)
         return self._pk
 
     @property
-    def storage(self):
+    def storage(self) -> SessionStorage:
         """This session's ``SessionStorage``: every read and write of its rows goes through it."""
         if self._storage is None:
             self._storage = self.store.sessions.storage(self.pk)
         return self._storage
 
     @property
-    def info(self):
+    def info(self) -> dict:
         """Session id, namespace, timestamps and metadata as a plain dict."""
         return self.storage.info()
 
-    def set_metadata(self, metadata):
+    def set_metadata(self, metadata) -> None:
         self.storage.set_metadata(dict(metadata))
 
     # -- builder -----------------------------------------------------------------------------
 
-    def with_context(self, label, *, description=None, max_tokens=None, provider=None):
+    def with_context(self, label, *, description=None, max_tokens=None, provider=None) -> Session:
         """Add (or reconfigure) a context block; without a provider it is writable text stored in the database."""
         self.context.configure(label, description=description, max_tokens=max_tokens, provider=provider)
         return self
 
-    def with_cached_prompt(self, provider=None):
+    def with_cached_prompt(self, provider=None) -> Session:
         """Persist the frozen system prompt (in this session's row unless ``provider`` has get/set)."""
         self.context.prompt_cache = provider or StoredPromptProvider(self)
         return self
 
-    def with_row_size_limit(self, max_bytes):
+    def with_row_size_limit(self, max_bytes) -> Session:
         """Shrink messages over ``max_bytes`` (compact JSON, UTF-8) before they are stored."""
         self.row_size_limit = check_integer(max_bytes, "row size limit in bytes", minimum=1024)
         return self
 
-    def on_compaction(self, compact_function):
+    def on_compaction(self, compact_function) -> Session:
         """Register ``fn(history) -> {"summary", "from_id", "to_id"} | None`` (see ``create_compact_function``)."""
         if not callable(compact_function):
             raise InvalidInputError("on_compaction needs a callable taking the history")
         self._compact_function = compact_function
         return self
 
-    def compact_after(self, threshold, *, token_counter=None):
+    def compact_after(self, threshold, *, token_counter=None) -> Session:
         """Compact after an append when history plus system prompt is estimated strictly over ``threshold``."""
         self._compact_threshold = check_integer(threshold, "compact_after threshold", minimum=1)
         self._compact_token_counter = token_counter
         return self
 
-    def on_compaction_error(self, handler):
+    def on_compaction_error(self, handler) -> Session:
         """Register ``handler(error)``, called when a compaction fails (the append itself never fails)."""
         self._compaction_error_handler = handler
         return self
 
     # -- context blocks and the system prompt --------------------------------------------------
 
-    def get_context_block(self, label):
+    def get_context_block(self, label) -> dict:
         """``{"label", "description", "content", "tokens", "max_tokens", "writable", "is_searchable", "is_skill"}``"""
         return self.context.block(label)
 
-    def get_context_blocks(self):
+    def get_context_blocks(self) -> list[dict]:
         return self.context.blocks()
 
-    def replace_context_block(self, label, content):
+    def replace_context_block(self, label, content) -> dict:
         """Overwrite a writable block; over ``max_tokens`` or readonly is refused and nothing changes."""
         return self.context.replace(label, content)
 
-    def append_context_block(self, label, content):
+    def append_context_block(self, label, content) -> dict:
         """Add ``content`` as a new line at the end of a writable block, within its budget."""
         return self.context.append(label, content)
 
-    def add_context(self, label, *, description=None, max_tokens=None, provider=None):
+    def add_context(self, label, *, description=None, max_tokens=None, provider=None) -> dict:
         """Add a block at run time (an existing label is a ConflictError). Returns the block."""
         return self.context.configure(label, description=description, max_tokens=max_tokens,
                                       provider=provider, replace=False)
 
-    def remove_context(self, label):
+    def remove_context(self, label) -> None:
         """Stop injecting a block; stored content stays and returns if the label is added again."""
         self.context.remove(label)
 
-    def search_context(self, label, query):
+    def search_context(self, label, query) -> str:
         """What the ``search_context`` tool would return for ``query`` on a searchable block."""
         return self.context.search(label, query)
 
-    def set_context_entry(self, label, key, content):
+    def set_context_entry(self, label, key, content) -> dict:
         """Index one keyed entry in a searchable block whose provider has ``set(key, content)``."""
         return self.context.set_entry(label, key, content)
 
-    def get_context_entries(self, label):
+    def get_context_entries(self, label) -> list[dict]:
         """Every entry of a searchable block, when its provider can list them (else ``[]``)."""
         provider = self.context.config(label).provider
         return provider.entries() if callable(getattr(provider, "entries", None)) else []
 
-    def get_skill_catalog(self, label):
+    def get_skill_catalog(self, label) -> list[dict]:
         """``[{"key", "description", "active"}]`` of a skills block whose provider lists its keys."""
         provider = self.context.config(label).provider
         active = set(self.get_context_block(label).get("active_skills", ()))
@@ -189,18 +193,18 @@ class Session:
         describe = getattr(provider, "describe", lambda key: "")
         return [{"key": k, "description": describe(k), "active": k in active} for k in keys]
 
-    def activate_skill(self, label, key):
+    def activate_skill(self, label, key) -> str:
         """Load a skill's body (what ``activate_skill`` returns to the model) and mark it active."""
         return self.context.activate_skill(label, key)
 
-    def deactivate_skill(self, label, key):
+    def deactivate_skill(self, label, key) -> None:
         self.context.deactivate_skill(label, key)
 
-    def render_system_prompt(self):
+    def render_system_prompt(self) -> str:
         """The system prompt rendered from the blocks as they are now (not the frozen one)."""
         return self.context.render()
 
-    def freeze_system_prompt(self):
+    def freeze_system_prompt(self) -> str:
         """The system prompt, rendered on the first call and identical on every later call.
 
         Block writes are stored at once but do not change it, so a provider's prefix cache stays warm
@@ -208,20 +212,20 @@ class Session:
         """
         return self.context.freeze()
 
-    def refresh_system_prompt(self):
+    def refresh_system_prompt(self) -> str:
         return self.context.refresh()
 
-    def tools(self):
+    def tools(self) -> dict[str, Tool]:
         """``{name: Tool}`` for the blocks configured now; each Tool has ``execute(args) -> str``."""
         return build_tools(self.context)
 
-    def openai_tools(self):
+    def openai_tools(self) -> list[dict]:
         """The tools as the ``tools=`` list of litellm / OpenAI chat completions."""
         return [tool.openai_schema() for tool in self.tools().values()]
 
     # -- writing -----------------------------------------------------------------------------
 
-    def append_message(self, message, parent_id=LATEST_LEAF):
+    def append_message(self, message, parent_id=LATEST_LEAF) -> Message:
         """Store a message and return the stored dict.
 
         ``parent_id`` omitted: the message continues the latest leaf. ``None``: it starts a new
@@ -253,7 +257,7 @@ class Session:
             if name:
                 part.update(type=f"tool-{name}", toolName=name)
 
-    def update_message(self, message):
+    def update_message(self, message) -> Message:
         """Replace the content (role, parts, metadata) of a stored message, keeping its place in the tree.
 
         A different ``parent_id`` is refused: a message never moves, so no update can make the tree loop.
@@ -271,48 +275,48 @@ class Session:
         message["tokens"] = estimate_message_tokens([message])
         return self.storage.update(message)
 
-    def delete_messages(self, message_ids):
+    def delete_messages(self, message_ids) -> int:
         """Remove messages; their children move up to the removed message's parent. Returns the count."""
         if isinstance(message_ids, str):
             message_ids = [message_ids]
         return self.storage.delete_messages(list(message_ids))
 
-    def clear_messages(self):
+    def clear_messages(self) -> int:
         """Remove every message and overlay of this session and deactivate its skills (the skills a
         conversation loaded belong to it); its blocks and metadata stay."""
         return self.storage.clear()
 
     # -- reading -----------------------------------------------------------------------------
 
-    def get_message(self, message_id):
+    def get_message(self, message_id) -> Message | None:
         return self.storage.get(message_id)
 
-    def get_latest_leaf(self):
+    def get_latest_leaf(self) -> Message | None:
         """The newest message without children, or None for an empty session."""
         leaf_id = self.get_latest_leaf_id()
         return self.get_message(leaf_id) if leaf_id is not None else None
 
-    def get_latest_leaf_id(self):
+    def get_latest_leaf_id(self) -> str | None:
         """The id of ``get_latest_leaf()``, read without loading the message (where appends go)."""
         return self.storage.latest_leaf_id()
 
-    def get_child_counts(self):
+    def get_child_counts(self) -> dict[str, int]:
         """{message id: children} for every message with children (one query, for tables and trees)."""
         return self.storage.child_counts()
 
-    def get_leaf_for(self, message_id):
+    def get_leaf_for(self, message_id) -> str | None:
         """The newest leaf whose path goes through ``message_id``: the branch to open to show it."""
         return self.storage.newest_leaf_under(message_id)
 
-    def get_leaves(self):
+    def get_leaves(self) -> Messages:
         """Every leaf (one per branch), newest first."""
         return self.storage.leaves()
 
-    def get_branches(self, message_id):
+    def get_branches(self, message_id) -> Messages:
         """The children of a message, oldest first: more than one means the conversation forked here."""
         return self.storage.children(message_id)
 
-    def get_history(self, leaf_id=None, *, apply_compactions=True):
+    def get_history(self, leaf_id=None, *, apply_compactions=True) -> Messages:
         """Root-to-leaf path of ``leaf_id`` (default: the latest leaf) with overlays applied.
 
         An unknown leaf gives ``[]``. ``apply_compactions=False`` returns the stored originals.
@@ -320,47 +324,47 @@ class Session:
         if leaf_id is None:
             leaf_id = self.storage.latest_leaf_id()
             if leaf_id is None:
-                return []
+                return Messages()
         with self.store.snapshot():
             path = self.storage.path(leaf_id)
             if not apply_compactions or not path:
                 return path
             return apply_overlays(path, self.storage.overlays())
 
-    def get_path_length(self, leaf_id=None):
+    def get_path_length(self, leaf_id=None) -> int:
         """Number of stored messages from the root to ``leaf_id`` (overlays not applied)."""
         leaf_id = leaf_id or self.storage.latest_leaf_id()
         return self.storage.path_stats(leaf_id)[0] if leaf_id else 0
 
-    def get_history_tokens(self, leaf_id=None):
+    def get_history_tokens(self, leaf_id=None) -> int:
         """Estimated tokens of what ``get_history`` returns: a sum of stored per-message estimates."""
         return sum(m["tokens"] for m in self.get_history(leaf_id))
 
-    def get_all_messages(self):
+    def get_all_messages(self) -> Messages:
         """Every message of every branch, parents before children (for trees and exports)."""
         return self.storage.all()
 
-    def search(self, query, limit=20):
+    def search(self, query, limit=20) -> SearchHits:
         """Full-text search over this session's text parts, best match first; never raises on syntax."""
         return self.storage.search(query, tenant_id=self.tenant_id, limit=limit)
 
     # -- overlays ----------------------------------------------------------------------------
 
-    def add_compaction(self, summary, from_id, to_id, *, metadata=None):
+    def add_compaction(self, summary, from_id, to_id, *, metadata=None) -> Overlay:
         """Record a summary covering ``from_id .. to_id`` (inclusive) on one branch. Returns the overlay."""
         return self.storage.add_overlay(summary, from_id, to_id, metadata)
 
-    def get_compactions(self):
+    def get_compactions(self) -> list[Overlay]:
         """Every overlay of the session, oldest first, including superseded ones."""
         return self.storage.overlays()
 
-    def remove_compaction(self, overlay_id):
+    def remove_compaction(self, overlay_id) -> None:
         """Undo an overlay; the messages it covered show again on read."""
         self.storage.delete_overlay(overlay_id)
 
     # -- compaction ----------------------------------------------------------------------------
 
-    def compaction_context(self, leaf_id=None, *, token_counter=None):
+    def compaction_context(self, leaf_id=None, *, token_counter=None) -> CompactionContext:
         """The ``CompactionContext`` of the branch ending at ``leaf_id`` (default: the latest leaf):
         what a request would send, as token counters and compact functions receive it."""
         leaf_id = leaf_id or self.storage.latest_leaf_id()
@@ -370,12 +374,12 @@ class Session:
             token_counter=token_counter or self._compact_token_counter,
         )
 
-    def estimate_context_tokens(self, leaf_id=None, *, token_counter=None):
+    def estimate_context_tokens(self, leaf_id=None, *, token_counter=None) -> int | float:
         """What a request would hold, in tokens: ``token_counter(context)`` when one is given (here or
         to ``compact_after``), else the stored estimates of the overlaid history plus the system prompt."""
         return _context_tokens(self.compaction_context(leaf_id, token_counter=token_counter))
 
-    def compact(self, leaf_id=None):
+    def compact(self, leaf_id=None) -> Overlay | None:
         """Run the registered compaction on the branch ending at ``leaf_id`` (default: latest leaf).
 
         The new overlay starts no later than the oldest overlay already visible on the branch, so
@@ -401,7 +405,7 @@ class Session:
         return self._write_overlay(result["summary"], result.get("from_id"), result.get("to_id"), context.leaf_id,
                                    metadata)
 
-    def accept_compaction(self, plan, summary, leaf_id=None, *, metadata=None):
+    def accept_compaction(self, plan, summary, leaf_id=None, *, metadata=None) -> Overlay:
         """Store a reviewed summary for a ``plan_compaction`` result (the lab's accept button)."""
         if not (summary or "").strip():
             raise InvalidInputError("an empty summary cannot replace messages")
@@ -467,11 +471,11 @@ class Session:
         self.set_metadata(metadata)
 
     @property
-    def compaction_status(self):
+    def compaction_status(self) -> dict | None:
         """The last compaction outcome: ``{"state": "compacted"|"nothing_to_compact"|"error", "detail", "at"}``."""
         return self.info["metadata"].get(COMPACTION_STATUS_KEY)
 
-    def stats(self):
+    def stats(self) -> dict:
         """Counts for a quick overview: messages, branches, overlays, latest path length and tokens."""
         leaves = self.get_leaves()
         latest = leaves[0]["id"] if leaves else None

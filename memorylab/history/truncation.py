@@ -22,7 +22,7 @@ MIN_OBJECT_ENTRY_CHARS = len('"":0,')
 LIST_MARKER_OVERHEAD = len('"",')
 
 
-def truncate_text(text, max_chars):
+def truncate_text(text, max_chars) -> str:
     """``text[:max_chars]`` plus a marker naming how many characters were cut.
 
     The same string object comes back when it fits, or when the marker would be longer than what it
@@ -137,7 +137,7 @@ def _with_value(mapping, key, value):
     return mapping if mapping.get(key) is value else {**mapping, key: value}
 
 
-def truncate_older_messages(messages, *, keep_recent=4, max_tool_output_chars=500, max_text_chars=10000):
+def truncate_older_messages(messages, *, keep_recent=4, max_tool_output_chars=500, max_text_chars=10000) -> Messages:
     """A copy of ``messages`` whose older messages have long text and tool outputs cut.
 
     The last ``keep_recent`` messages, and every older message that needs no cut, are the same
@@ -170,7 +170,7 @@ def _truncate_part(part, max_tool_output_chars, max_text_chars):
     return part
 
 
-def enforce_row_size_limit(message, max_bytes=ROW_SIZE_LIMIT_BYTES):
+def enforce_row_size_limit(message, max_bytes=ROW_SIZE_LIMIT_BYTES) -> dict:
     """``message`` shrunk so its compact JSON fits ``max_bytes`` UTF-8 bytes (the same object if it fits).
 
     The largest tool outputs go first: each becomes a preview with a note to re-run the tool. Text

@@ -1,15 +1,18 @@
-"""Context window policies (seed 002): the whole chat kept, a bounded window of it sent.
+"""Context window policies: the whole chat kept, a bounded window of it sent.
 
 A ``ContextWindow`` holds ``full_context`` (every message ever added) and ``context_window`` (what
 goes into the next request), plus a free-form ``memo`` that policies may keep notes in. Length is
 a character count of the serialized messages, not tokens: cheap, and the same on every machine.
 Policies are plain functions: the analysis handler picks a strategy by name, resize handlers apply it.
 """
+from __future__ import annotations
+
 import copy
 import functools
 import json
 import re
 import warnings
+from typing import Any
 
 import yaml
 
@@ -23,22 +26,22 @@ _YAML_FOLDED = re.compile("[\x85\u2028\u2029]")
 """Line breaks that YAML's plain and single-quoted styles fold into spaces on reading."""
 
 
-def message_length(message):
+def message_length(message) -> int:
     return len(json.dumps({"role": message["role"], "content": message["content"]},
                           ensure_ascii=False, separators=(",", ":")))
 
 
-def length(messages):
+def length(messages) -> int:
     """Summed characters of each message's compact ``{"role", "content"}`` JSON."""
     return sum(message_length(message) for message in messages)
 
 
-def simple_cut_when_too_long(full_context, context_window, memo, settings):
+def simple_cut_when_too_long(full_context, context_window, memo, settings) -> str | None:
     """The default analysis handler: ``simple_cut`` when the window is over ``max_length``."""
     return SIMPLE_CUT if length(context_window) > settings["max_length"] else None
 
 
-def simple_cut(full_context, context_window, memo, settings):
+def simple_cut(full_context, context_window, memo, settings) -> tuple[None, list[dict], None]:
     """Keep the newest messages that fit ``settings["max_length"]``; when even the newest is too long
     alone, keep it with only the end of its content (the latest words matter most): the last
     characters of a text, the last whole parts of a list of parts."""
@@ -62,7 +65,8 @@ def simple_cut(full_context, context_window, memo, settings):
 
 
 def _as_messages(value, method):
-    """One message or a list or tuple of them, as a list (what Agently's chat history methods take)."""
+    """One message or a list or tuple of them, as a list (what ``add_chat_history`` and
+    ``set_chat_history`` take)."""
     if isinstance(value, dict):
         return [value]
     if isinstance(value, (list, tuple)):
@@ -113,7 +117,7 @@ _ExportDumper.add_representer(str, _represent_text)
 
 class _new_or_into:
     """A loader that, called on the class, returns a new window and, called on a window, loads into
-    that window and returns it (Agently's way); either way a failed load changes nothing."""
+    that window and returns it; either way a failed load changes nothing."""
 
     def __init__(self, load):
         self.load = load
@@ -149,42 +153,42 @@ class ContextWindow:
         self._resize_handlers = {SIMPLE_CUT: simple_cut}
 
     @property
-    def max_length(self):
+    def max_length(self) -> int:
         return self._max_length
 
     @max_length.setter
-    def max_length(self, value):
+    def max_length(self, value) -> None:
         self._max_length = check_integer(value, "max_length", minimum=1)
 
     @property
-    def full_context(self):
+    def full_context(self) -> list[dict]:
         return copy.deepcopy(self._full_context)
 
     @property
-    def context_window(self):
+    def context_window(self) -> list[dict]:
         return copy.deepcopy(self._context_window)
 
     @property
-    def memo(self):
+    def memo(self) -> Any:
         return copy.deepcopy(self._memo)
 
     @memo.setter
-    def memo(self, value):
+    def memo(self, value) -> None:
         _check_json(value, "memo")
         self._memo = copy.deepcopy(value)
 
     @property
-    def settings(self):
+    def settings(self) -> dict:
         """What handlers receive as their fourth argument."""
         return {"max_length": self.max_length, "auto_resize": self.auto_resize}
 
     @property
-    def window_length(self):
+    def window_length(self) -> int:
         return length(self._context_window)
 
     length = staticmethod(length)
 
-    def add_chat_history(self, message_or_messages):
+    def add_chat_history(self, message_or_messages) -> None:
         """Append one message or a list to both the history and the window, then run the policy."""
         messages = _check_messages(_as_messages(message_or_messages, "add_chat_history"), "message")
         self._full_context.extend(messages)
@@ -192,7 +196,7 @@ class ContextWindow:
         if self.auto_resize:
             self.resize()
 
-    def set_chat_history(self, messages):
+    def set_chat_history(self, messages) -> None:
         """Replace the history and the window with ``messages`` (one message or a list; the memo
         stays), then run the policy."""
         messages = _check_messages(_as_messages(messages, "set_chat_history"), "chat history")
@@ -201,12 +205,12 @@ class ContextWindow:
         if self.auto_resize:
             self.resize()
 
-    def reset_chat_history(self):
-        """Forget every message. The memo stays, as in Agently: it is the application's notes, which
-        may outlive the messages (``window.memo = None`` forgets it too)."""
+    def reset_chat_history(self) -> None:
+        """Forget every message. The memo stays: it is the application's notes, which may outlive
+        the messages (``window.memo = None`` forgets it too)."""
         self._full_context, self._context_window = [], []
 
-    def register_analysis_handler(self, handler):
+    def register_analysis_handler(self, handler) -> None:
         """``handler(full_context, context_window, memo, settings) -> strategy name | None`` replaces
         the analysis handler, the default included: it alone decides when the window is resized.
         ``None`` restores the default, ``simple_cut_when_too_long``."""
@@ -214,12 +218,12 @@ class ContextWindow:
             raise InvalidInputError(f"an analysis handler must be callable or None, got {handler!r}")
         self._analysis_handler = simple_cut_when_too_long if handler is None else handler
 
-    def register_resize_handler(self, name, handler):
+    def register_resize_handler(self, name, handler) -> None:
         """``handler(full_context, context_window, memo, settings) -> (full_context, context_window, memo)``,
         each None to leave it unchanged. Registering ``"simple_cut"`` replaces the built-in one."""
         self._resize_handlers[name] = handler
 
-    def resize(self):
+    def resize(self) -> str | None:
         """Run the policy now: the strategy the analysis handler names is applied and returned (None:
         nothing to do). An unknown strategy is warned about and changes nothing."""
         strategy = self._analysis_handler(*self._handler_arguments())
@@ -258,21 +262,21 @@ class ContextWindow:
         if memo is not None:
             self._memo = copy.deepcopy(memo)
 
-    def to_dict(self):
+    def to_dict(self) -> dict:
         """The state that export and import carry (handlers are code, so they are not part of it)."""
         return {
             "full_context": self.full_context, "context_window": self.context_window, "memo": self.memo,
             "max_length": self.max_length, "auto_resize": self.auto_resize,
         }
 
-    def to_json(self):
+    def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=2)
 
-    def to_yaml(self):
+    def to_yaml(self) -> str:
         return yaml.dump(self.to_dict(), Dumper=_ExportDumper, allow_unicode=True, sort_keys=False)
 
     @classmethod
-    def from_dict(cls, state):
+    def from_dict(cls, state) -> ContextWindow:
         """A new window holding ``state`` as ``to_dict`` wrote it; ImportFormatError on a wrong shape.
 
         The policy does not run on load: the window comes back exactly as it was saved.
@@ -297,12 +301,12 @@ class ContextWindow:
         return window
 
     @_new_or_into
-    def load_json(cls, text):
+    def load_json(cls, text) -> ContextWindow:
         """The state in ``to_json`` output: a new window from the class, loaded into a window from it."""
         return cls._load(text, json.loads, ValueError, "JSON")
 
     @_new_or_into
-    def load_yaml(cls, text):
+    def load_yaml(cls, text) -> ContextWindow:
         """The state in ``to_yaml`` output: a new window from the class, loaded into a window from it."""
         return cls._load(text, yaml.safe_load, yaml.YAMLError, "YAML")
 

@@ -3,6 +3,10 @@
 Notebooks and the lab's pages show the same tables, so the columns are chosen once, here.
 pandas is imported inside the function: ``import memorylab`` stays fast and does not need it.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..history.compaction import CompactionPlan
 from ..memory.kv import MAX_PAGE_SIZE, KVStore
 from ..memory.longterm import LongTermMemory
@@ -10,6 +14,9 @@ from ..messages import is_tool_part, message_text
 from ..history.overlays import is_summary_message
 from ..shapes import KVRows, MemoryRecords, MemoryRows, Messages, SessionRows
 from ..store import Store
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MESSAGE_COLUMNS = ["id", "parent_id", "role", "text", "tools", "tokens", "is_summary", "created_at"]
 SESSION_COLUMNS = ["session_id", "title", "agent_id", "tenant_id", "message_count", "branch_count", "tokens",
@@ -88,7 +95,7 @@ def _rows_and_columns(obj):
     return list(obj), None
 
 
-def to_dataframe(obj):
+def to_dataframe(obj) -> pd.DataFrame:
     """A DataFrame of ``obj``, one row per item:
 
     - ``Messages`` (``get_history()``, ``get_all_messages()``, ``Messages(my_list)``): ``MESSAGE_COLUMNS``,

@@ -4,6 +4,7 @@ from pathlib import Path
 
 from ..context import FileProvider, SkillDirectoryProvider, SqliteSearchProvider
 from ..errors import ConflictError
+from ..history.session import Session
 from ..io import import_session, read_export
 
 SAMPLE_DIR = Path(__file__).resolve().parents[2] / "sample_data"
@@ -16,12 +17,12 @@ LONGTERM_PATH = SAMPLE_DIR / "longterm.json"
 LONGTERM_WORKSPACE = "lab"
 
 
-def sample_files(directory=SAMPLE_DIR / "sessions"):
+def sample_files(directory=SAMPLE_DIR / "sessions") -> list[Path]:
     """The session export files of the sample data, sorted by name."""
     return sorted(Path(directory).glob("*.json"))
 
 
-def load_knowledge(store, *, tenant_id="default", path=KNOWLEDGE_PATH):
+def load_knowledge(store, *, tenant_id="default", path=KNOWLEDGE_PATH) -> int:
     """Index the sample knowledge entries for ``SqliteSearchProvider``; returns how many."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     provider = SqliteSearchProvider(store, namespace=data["namespace"], tenant_id=tenant_id)
@@ -30,7 +31,7 @@ def load_knowledge(store, *, tenant_id="default", path=KNOWLEDGE_PATH):
     return len(data["entries"])
 
 
-def load_memories(store, *, tenant_id="default", path=MEMORIES_PATH):
+def load_memories(store, *, tenant_id="default", path=MEMORIES_PATH) -> int:
     """The memory-manager samples: conversations keyed by identity, with statuses, and KV entries.
 
     Memories that exist already are left alone; KV entries are (re)written. Returns the keys added.
@@ -55,7 +56,7 @@ def load_memories(store, *, tenant_id="default", path=MEMORIES_PATH):
     return added
 
 
-def load_longterm(store, *, path=LONGTERM_PATH):
+def load_longterm(store, *, path=LONGTERM_PATH) -> int:
     """The long-term memory samples (global and per-session records); skipped when the workspace
     already holds records. Returns how many were added."""
     from ..memory.longterm import LongTermMemory
@@ -73,17 +74,17 @@ def load_longterm(store, *, path=LONGTERM_PATH):
     return len(data["records"])
 
 
-def sample_memory_keys(path=MEMORIES_PATH):
+def sample_memory_keys(path=MEMORIES_PATH) -> list[str]:
     """The memory keys the memory-manager samples create."""
     return [m["key"] for m in json.loads(Path(path).read_text(encoding="utf-8"))["memories"]]
 
 
-def sample_facts(session_id):
+def sample_facts(session_id) -> list:
     """The facts a good summary of a sample session keeps (for the fact-survival check), or []."""
     return json.loads(FACTS_PATH.read_text(encoding="utf-8")).get(session_id, [])
 
 
-def load_samples(store, *, replace=False, directory=SAMPLE_DIR / "sessions"):
+def load_samples(store, *, replace=False, directory=SAMPLE_DIR / "sessions") -> list[str]:
     """Import every sample session, the knowledge base and the memory-manager samples; returns the
     session ids imported.
 
@@ -104,7 +105,7 @@ def load_samples(store, *, replace=False, directory=SAMPLE_DIR / "sessions"):
     return loaded
 
 
-def with_sample_context(session):
+def with_sample_context(session) -> Session:
     """Give a session the demo's context blocks: soul, memory, todos, knowledge and skills."""
     return (
         session

@@ -10,11 +10,13 @@ tool rounds, and the model sees its own memory writes from the next turn on.
 import json
 import time
 import uuid
+from collections.abc import Generator
 
 from ..errors import DamagedRowError, InvalidInputError, ModelError, NotFoundError
 from .models import DEFAULT_LOCAL_MODEL, check_request, complete, redact_secrets, usage_and_cost
 from ..memory.longterm import render_memory_block
 from ..messages import message_text, to_openai, utc_now_iso
+from ..shapes import Message
 from ..tokens import compact_json
 from ..history.truncation import truncate_older_messages
 from ..validation import check_integer
@@ -25,7 +27,7 @@ RESERVED_KWARGS = ("messages", "tools", "stream")
 USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 
-def chat_errors(session):
+def chat_errors(session) -> list[dict]:
     """The session's latest chat errors, oldest first: ``{"at", "model", "kind", "message", ...}``."""
     return list(session.info["metadata"].get(CHAT_ERRORS_KEY) or [])
 
@@ -58,12 +60,12 @@ class ChatRunner:
 
     # -- turns -------------------------------------------------------------------------------
 
-    def send(self, text, *, leaf_id=None):
+    def send(self, text, *, leaf_id=None) -> Message:
         """Store ``text`` as a user message under ``leaf_id`` (default: the newest leaf), answer it,
         and return the stored assistant message. A ModelError leaves the user message stored."""
         return _run_to_end(self._answer(self._add_user(text, **_under(leaf_id)), stream=False))
 
-    def stream(self, text, *, leaf_id=None):
+    def stream(self, text, *, leaf_id=None) -> Generator[str, None, Message]:
         """Like ``send``, but return an iterator of text chunks as they arrive (``st.write_stream``).
 
         The user message is stored at once; the answer is stored when the iterator ends and is then
@@ -71,14 +73,14 @@ class ChatRunner:
         """
         return self._answer(self._add_user(text, **_under(leaf_id)), stream=True)
 
-    def regenerate(self, assistant_message_id, *, stream=False):
+    def regenerate(self, assistant_message_id, *, stream=False) -> Message | Generator[str, None, Message]:
         """Answer the message before ``assistant_message_id`` again, as a new sibling branch."""
         answer = self._stored(assistant_message_id, "assistant")
         if answer["parent_id"] is None:
             raise InvalidInputError(f"message {assistant_message_id!r} is a root: there is nothing it answers")
         return self._reply(self.session.get_message(answer["parent_id"]), stream)
 
-    def edit(self, user_message_id, text, *, stream=False):
+    def edit(self, user_message_id, text, *, stream=False) -> Message | Generator[str, None, Message]:
         """Fork: store ``text`` as a sibling of user message ``user_message_id`` and answer it."""
         original = self._stored(user_message_id, "user")
         return self._reply(self._add_user(text, parent_id=original["parent_id"]), stream)
@@ -103,7 +105,7 @@ class ChatRunner:
 
     # -- the request ---------------------------------------------------------------------------
 
-    def build_request(self, leaf_id=None):
+    def build_request(self, leaf_id=None) -> dict:
         """What a turn ending at ``leaf_id`` sends: ``{"model", "messages", "tools", "memories"}``.
 
         ``build_request`` of the session, with long-term memories recalled for the leaf's text
@@ -259,7 +261,7 @@ class _Turn:
         return metadata
 
 
-def build_request(session, leaf_id=None, *, history_window=None, memories=()):
+def build_request(session, leaf_id=None, *, history_window=None, memories=()) -> dict:
     """The messages and tools a turn ending at ``leaf_id`` (default: the newest leaf) sends.
 
     ``{"messages", "tools"}``: the frozen system prompt (left out when empty), ``memories`` as a

@@ -7,15 +7,22 @@ refused, and error messages are scrubbed of anything that looks like a key, so n
 database, an export or a log. Every failure of a model call is one exception class, ``ModelError``,
 whose ``kind`` says what went wrong.
 """
+from __future__ import annotations
+
 import json
 import os
 import re
 import urllib.request
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from . import local_model
 from ..errors import InvalidInputError, ModelError
 from ..messages import from_openai, to_openai
 from ..tokens import compact_json, estimate_message_tokens, estimate_string_tokens
+
+if TYPE_CHECKING:
+    import litellm
 
 DEFAULT_LOCAL_MODEL = f"{local_model.PROVIDER}/{local_model.MODEL}"
 DEFAULT_OLLAMA_BASE = "http://localhost:11434"
@@ -62,7 +69,7 @@ def _is_local(model):
     return isinstance(model, str) and model.startswith(local_model.PROVIDER + "/")
 
 
-def redact_secrets(text):
+def redact_secrets(text) -> str:
     """``text`` with the values of key-like environment variables and key-shaped strings replaced."""
     for name, value in os.environ.items():
         if len(value) >= 8 and _SECRET_NAME.search(name):
@@ -96,7 +103,7 @@ def _class_names(error, depth=5):
         error, depth = error.__cause__ or error.__context__, depth - 1
 
 
-def check_request(model, kwargs):
+def check_request(model, kwargs) -> None:
     """Refuse a missing model string and an ``api_key`` argument before anything is stored or sent."""
     if not isinstance(model, str) or not model.strip():
         raise InvalidInputError(f"model must be a litellm model string such as {DEFAULT_LOCAL_MODEL!r}, got {model!r}")
@@ -120,7 +127,8 @@ def _prepare(model, kwargs):
     return litellm
 
 
-def complete(messages, *, model=DEFAULT_LOCAL_MODEL, tools=None, stream=False, **kwargs):
+def complete(messages, *, model=DEFAULT_LOCAL_MODEL, tools=None, stream=False,
+             **kwargs) -> litellm.ModelResponse | ModelStream:
     """``litellm.completion`` for OpenAI chat ``messages``; keyword arguments go to litellm as they are.
 
     Returns litellm's ModelResponse, or with ``stream=True`` a ModelStream (iterate it for text).
@@ -144,7 +152,7 @@ class ModelStream:
         self._chunks = chunks
         self._messages = messages
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         collected = []
         try:
             for chunk in self._chunks:
@@ -158,7 +166,7 @@ class ModelStream:
         self.response = litellm.stream_chunk_builder(collected, messages=self._messages) or litellm.ModelResponse()
 
 
-def complete_text(prompt, *, model=DEFAULT_LOCAL_MODEL, **kwargs):
+def complete_text(prompt, *, model=DEFAULT_LOCAL_MODEL, **kwargs) -> str:
     """Send ``prompt`` as one user message and return the reply's text ("" when there is none)."""
     response = complete([{"role": "user", "content": prompt}], model=model, **kwargs)
     return response.choices[0].message.content or ""
@@ -184,7 +192,7 @@ def _check_summarizer_template(template):
                                 "see the text to summarize")
 
 
-def make_summarizer(model=DEFAULT_LOCAL_MODEL, template=None, **completion_kwargs):
+def make_summarizer(model=DEFAULT_LOCAL_MODEL, template=None, **completion_kwargs) -> Callable[[str], str]:
     """``summarize(prompt) -> str`` through ``model``, for ``create_compact_function`` and the memory manager.
 
     ``template`` wraps what the summarizer is handed: a str.format string with one ``{prompt}``
@@ -202,7 +210,7 @@ def make_summarizer(model=DEFAULT_LOCAL_MODEL, template=None, **completion_kwarg
     return summarize
 
 
-def usage_and_cost(response, model):
+def usage_and_cost(response, model) -> dict:
     """``{"usage": {prompt_tokens, completion_tokens, total_tokens}, "cost": float | None}`` for a reply.
 
     Usage is what the provider reported; cost is litellm's price for it, 0.0 for the embedded
@@ -219,7 +227,7 @@ def usage_and_cost(response, model):
     return {"usage": numbers, "cost": cost}
 
 
-def count_tokens(messages, model=DEFAULT_LOCAL_MODEL, *, tools=None):
+def count_tokens(messages, model=DEFAULT_LOCAL_MODEL, *, tools=None) -> dict:
     """``{"tokens", "source", "note"}``: tokens ``messages`` (and ``tools``) take for ``model``.
 
     ``source`` says how they were counted: "embedded" (SmolLM2's own tokenizer and template),
@@ -242,7 +250,7 @@ def count_tokens(messages, model=DEFAULT_LOCAL_MODEL, *, tools=None):
         return {"tokens": tokens, "source": "estimate", "note": note[:ERROR_DETAIL_CHARS]}
 
 
-def usable_models(*, ollama_base=None, openai_compatible_base=None, timeout=0.5):
+def usable_models(*, ollama_base=None, openai_compatible_base=None, timeout=0.5) -> list[dict]:
     """What the lab's model picker offers: ``[{"model", "label", "usable", "reason", "api_base"}]``.
 
     The embedded model; each keyed provider (usable when its key variable is set: the key itself

@@ -5,6 +5,8 @@ and summarize another agent's memories, naming the agent by id, slug or name. Ev
 scoped to the admin's tenant: another tenant's agent or memory is reported exactly as one that does
 not exist, never as "forbidden", so an error cannot be used to probe what other tenants hold.
 """
+from __future__ import annotations
+
 import re
 
 from ..context import Tool
@@ -12,6 +14,7 @@ from ..errors import AmbiguousAgentError, InvalidInputError, NotFoundError
 from .manager import Memory, incoming_message, missing_memory
 from ..messages import utc_now_iso
 from ..history.session import Session
+from ..shapes import MemoryRows, Message, SearchHits
 from ..validation import check_identifier, check_number
 
 MAX_NAME_LENGTH = 100
@@ -21,7 +24,7 @@ QUALIFY_THRESHOLD = 7
 CLOSE_REASONS = ("not_interested", "wrong_contact", "completed", "other")
 
 
-def register_agent(store, agent_id, *, tenant_id="default", name=None, slug=None):
+def register_agent(store, agent_id, *, tenant_id="default", name=None, slug=None) -> dict:
     """Create an agent, or give an existing one a display name and a slug (None keeps the current one).
 
     Agents are registered on their first session anyway; this adds the names people use. A slug is
@@ -55,11 +58,11 @@ class MemoryAdmin:
     def __repr__(self):
         return f"<MemoryAdmin tenant={self.tenant_id!r}>"
 
-    def agents(self):
+    def agents(self) -> list[dict]:
         """Every agent of the tenant: ``{"agent_id", "name", "slug", "created_at", "session_count"}``."""
         return self.store.agents.list(self.tenant_id)
 
-    def resolve_agent(self, agent):
+    def resolve_agent(self, agent) -> dict:
         """The agent ``agent`` names: an exact id, else a slug, else a unique case-insensitive name."""
         if not isinstance(agent, str) or not agent.strip():
             raise InvalidInputError(f"agent must be an agent's id, slug or name, got {agent!r}")
@@ -83,14 +86,14 @@ class MemoryAdmin:
             raise missing_memory(memory.agent_id, key)
         return memory
 
-    def list(self, agent, **filters):
+    def list(self, agent, **filters) -> MemoryRows:
         """The agent's memories, with the filters of ``Memory.list``."""
         return self._memory(agent).list(**filters)
 
-    def get(self, agent, key):
+    def get(self, agent, key) -> dict:
         return self._existing(agent, key).get()
 
-    def set(self, agent, key, messages):
+    def set(self, agent, key, messages) -> list[Message]:
         """Replace the memory's messages (and its summary) with ``messages``, creating it if needed.
 
         Every message is checked before anything changes, and the swap is one transaction.
@@ -105,25 +108,25 @@ class MemoryAdmin:
             session.clear_messages()
             return [session.append_message(message) for message in checked]
 
-    def append(self, agent, key, message):
+    def append(self, agent, key, message) -> Message:
         """Add one message (e.g. a system note for the agent) to an existing memory."""
         memory = self._existing(agent, key)
         session = Session.open(self.store, memory.memory_key, tenant_id=self.tenant_id, agent_id=memory.agent_id)
         return session.append_message(incoming_message(message))
 
-    def clear(self, agent, key):
+    def clear(self, agent, key) -> int:
         """Forget the memory; returns how many messages it held."""
         return self._existing(agent, key).clear()
 
-    def search(self, agent, key, query, *, limit=20):
+    def search(self, agent, key, query, *, limit=20) -> SearchHits:
         return self._existing(agent, key).search(query, limit=limit)
 
-    def summarize(self, agent, key, prompt=None, model=None, summarizer=None):
+    def summarize(self, agent, key, prompt=None, model=None, summarizer=None) -> str:
         """Summarize the memory as ``Memory.summarize`` does (the summary is stored); returns its text."""
         return self._existing(agent, key, summarizer).summarize(prompt, model)
 
 
-def status_tools(memory, *, qualify_threshold=QUALIFY_THRESHOLD):
+def status_tools(memory, *, qualify_threshold=QUALIFY_THRESHOLD) -> dict[str, Tool]:
     """``{name: Tool}`` that let the model mark the conversation's status on ``memory``.
 
     ``qualify_lead`` marks ``"qualified"`` at ``qualify_threshold`` or more and ``"nurturing"``

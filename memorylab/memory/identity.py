@@ -10,6 +10,7 @@ same person always gets the same key, whether it comes from ``identify`` or is w
 """
 import re
 import unicodedata
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -37,12 +38,12 @@ class Identity:
     value: str
 
     @property
-    def key(self):
+    def key(self) -> str:
         """The memory key: ``"<type>:<value>"``."""
         return f"{self.type}:{self.value}"
 
 
-def normalize_phone(value):
+def normalize_phone(value) -> str:
     """``"+55 (11) 99999-9999"`` -> ``"+5511999999999"`` (E.164); InvalidInputError when it is not a phone."""
     digits = re.sub(r"\D", "", value)
     low, high = _E164_DIGITS
@@ -64,7 +65,7 @@ def _normalize(kind, value):
     return value.lower() if kind in ("email", "uuid") else value
 
 
-def detect_type(value):
+def detect_type(value) -> str:
     """``"email"``, ``"uuid"``, ``"url"``, ``"phone"`` or ``"id"`` for a bare identity value."""
     value = value.strip()
     for kind, pattern in _PATTERNS.items():
@@ -89,7 +90,7 @@ def _visible_text(value, what):
     return value
 
 
-def make_identity(value, type=None):
+def make_identity(value, type=None) -> Identity:
     """The normalized Identity for ``value``, its type detected unless ``type`` is given."""
     value = _visible_text(value, "identity value")
     if type is None:
@@ -104,7 +105,7 @@ def make_identity(value, type=None):
 
 
 @contextmanager
-def identify(value=None, *, type=None):
+def identify(value=None, *, type=None) -> Iterator[Identity]:
     """Bind an identity for the code inside the ``with`` block (this thread or task only).
 
     ``identify("+55 (11) 99999-9999")`` detects the type; ``identify(type="user", value="123")``
@@ -117,12 +118,12 @@ def identify(value=None, *, type=None):
         _current.reset(token)
 
 
-def current_identity():
+def current_identity() -> Identity | None:
     """The identity bound by the innermost ``identify`` block around this code, or None."""
     return _current.get()
 
 
-def normalize_memory_key(key):
+def normalize_memory_key(key) -> str:
     """The canonical form of an explicit memory key: ``" phone:+55 (11) 99999-9999"`` and
     ``identify("+5511999999999")`` name one memory. A ``"<type>:<value>"`` key is normalized as
     ``identify(type=..., value=...)`` does; any other key, or one whose value is not of its type
@@ -138,7 +139,7 @@ def normalize_memory_key(key):
         return key
 
 
-def parse_memory_key(key):
+def parse_memory_key(key) -> tuple[str | None, str | None]:
     """``(type, value)`` of a ``"type:value"`` key, or ``(None, None)`` for a key of another form."""
     match = _KEY.fullmatch(key)
     return (match.group(1), match.group(2)) if match else (None, None)

@@ -5,15 +5,18 @@ summaries. A KV entry is any JSON value, kept until it is deleted or its TTL run
 every agent of a tenant and separated by namespace. Values are checked before anything is written,
 so a refused value leaves the store as it was.
 """
+from __future__ import annotations
+
 import json
 import math
 import re
 import time
 from datetime import datetime, timezone
+from typing import Any
 
 from ..errors import InvalidInputError
 from ..messages import to_utc_iso
-from ..shapes import KVRows
+from ..shapes import KVEntry, KVRows
 from ..validation import check_identifier, check_page, is_integer
 
 MAX_KEY_LENGTH = 512
@@ -24,7 +27,7 @@ MAX_PAGE_SIZE = 1000
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 
 
-def check_key(key):
+def check_key(key) -> str:
     """KV keys are 1 to 512 characters of text without control characters."""
     if not isinstance(key, str) or not key:
         raise InvalidInputError(f"a KV key must be a non-empty string, got {key!r}")
@@ -88,7 +91,7 @@ def _exact_json(value):
     return _dumps(value)
 
 
-def encode_value(value):
+def encode_value(value) -> str:
     """The compact JSON text of a value, or InvalidInputError saying why it cannot be stored exactly."""
     try:
         text = _exact_json(value)
@@ -105,7 +108,7 @@ def encode_value(value):
     return text
 
 
-def check_ttl(ttl):
+def check_ttl(ttl) -> int | None:
     if ttl is None:
         return None
     if not is_integer(ttl) or not 1 <= ttl <= MAX_TTL_SECONDS:
@@ -128,7 +131,7 @@ def _entry(row):
     return dict(row, value=json.loads(row["value"]))
 
 
-def kv_namespaces(store, *, tenant_id="default"):
+def kv_namespaces(store, *, tenant_id="default") -> list[dict]:
     """The tenant's namespaces that hold live entries, with their entry counts (for browsers)."""
     now = to_utc_iso(datetime.now(timezone.utc))
     return store.kv.namespaces(check_identifier(tenant_id, "tenant id"), now=now)
@@ -157,31 +160,31 @@ class KVStore:
     def _scope(self):
         return self.tenant_id, self.namespace
 
-    def set(self, key, value, ttl=None):
+    def set(self, key, value, ttl=None) -> None:
         """Store ``value`` under ``key``, replacing value and TTL; ``ttl`` seconds until it expires."""
         check_key(key)
         text = encode_value(value)
         expires_at = None if check_ttl(ttl) is None else self._now(ttl)
         self.store.kv.set(*self._scope(), key, text, expires_at=expires_at, now=self._now())
 
-    def get_entry(self, key):
+    def get_entry(self, key) -> KVEntry | None:
         """``{"key", "value", "expires_at", "created_at", "updated_at"}``, or None when missing or expired."""
         row = self.store.kv.get(*self._scope(), check_key(key), now=self._now())
         return _entry(row) if row else None
 
-    def get(self, key, default=None):
+    def get(self, key, default=None) -> Any:
         """The stored value (a stored ``None`` too); ``default`` only when the key is missing or expired."""
         entry = self.get_entry(key)
         return default if entry is None else entry["value"]
 
-    def has(self, key):
+    def has(self, key) -> bool:
         return self.get_entry(key) is not None
 
-    def delete(self, key):
+    def delete(self, key) -> bool:
         """Remove ``key``; True when there was a live entry."""
         return self.store.kv.delete(*self._scope(), check_key(key), now=self._now())
 
-    def list_entries(self, pattern=None, *, limit=100, offset=0):
+    def list_entries(self, pattern=None, *, limit=100, offset=0) -> KVRows:
         """A page of entries (with timestamps) whose keys match ``pattern``, sorted by key."""
         check_page(limit, offset, MAX_PAGE_SIZE)
         return KVRows(_entry(row) for row in self.store.kv.entries(
@@ -191,14 +194,14 @@ class KVStore:
     def _matching(self, pattern):
         return self.store.kv.entries(*self._scope(), _check_pattern(pattern), now=self._now())
 
-    def keys(self, pattern="*"):
+    def keys(self, pattern="*") -> list[str]:
         """Every live key matching ``pattern``, sorted."""
         return [row["key"] for row in self._matching(pattern)]
 
-    def get_all(self, pattern="*"):
+    def get_all(self, pattern="*") -> dict[str, Any]:
         """``{key: value}`` for every live key matching ``pattern``."""
         return {row["key"]: json.loads(row["value"]) for row in self._matching(pattern)}
 
-    def clear(self):
+    def clear(self) -> int:
         """Remove every entry of this namespace; returns how many live ones there were."""
         return self.store.kv.clear(*self._scope(), now=self._now())

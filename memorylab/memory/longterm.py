@@ -1,5 +1,5 @@
-"""Long-term memory (seed 002's workspace memory plugin): durable records extracted from chat turns
-and recalled into later requests.
+"""Long-term memory: a workspace's durable records, extracted from chat turns and recalled into
+later requests.
 
 The model owns judgment: what is worth keeping (extractor), what to search for (planner) and
 which candidates help (reranker). Deterministic code owns the rest: it checks the shape of what a
@@ -26,8 +26,7 @@ importance          a number (or numeric string) clamped to 0..1; anything else 
 nor body)
 ==================  ==========================================================================
 
-Recall (``prepare_request``) runs scope by scope; where it parts from Agently's AgentlyMemory on
-purpose, the rule says so:
+Recall (``prepare_request``) runs scope by scope, by these rules:
 
 ==================  ==========================================================================
 step                rule
@@ -36,16 +35,16 @@ candidates          the first step that finds any: records holding a word of the
                     ("keyword", ranked by the full-text engine); records holding the whole
                     query, ignoring case ("substring": "izza" finds "pizza"); records carrying
                     the plan's tags ("tags"); the whole scope ("all"). The first two keep only
-                    records carrying every tag of the plan. Agently lists query and tag matches
-                    together; here one step's records are the list
+                    records carrying every tag of the plan. The list is that one step's
+                    records, never a merge of several steps
 rerank decision     ``useful`` (else ``keep``, else ``decision``) rejects when false, 0 or one of
-                    DROP_WORDS (Agently keeps a 0); a kept one without a score scores 1.0; a
-                    score is clamped to 0..1; a candidate without a decision is kept, last. An
-                    answer without a decision that names an id is a failed rerank: retried,
-                    then ``memory_rerank_failed`` and the keyword order
+                    DROP_WORDS; a kept one without a score scores 1.0; a score is clamped to
+                    0..1; a candidate without a decision is kept, last. An answer without a
+                    decision that names an id is a failed rerank: retried, then
+                    ``memory_rerank_failed`` and the keyword order
 budget              whole lines, in rank order, a long one never hiding a short one behind it;
-                    when none fits, the best ranked is kept without its body and cut to fit
-                    (Agently cuts the first candidate whenever it is over, and never its summary)
+                    when none fits, the best ranked is kept without its body and cut to fit,
+                    summary included, so the budget is never exceeded
 ==================  ==========================================================================
 """
 import json
@@ -58,6 +57,7 @@ from ..errors import InvalidInputError, NotFoundError
 from ..llm.models import redact_secrets
 from .longterm_model import model_steps
 from ..messages import utc_now_iso
+from ..shapes import MemoryRecord, MemoryRecords
 from ..tokens import compact_json
 from ..history.truncation import truncate_text
 from ..validation import check_counts, check_identifier, check_number, is_number
@@ -68,7 +68,7 @@ SCOPE_NAMES = {"GLOBAL": GLOBAL, "SESSION": SESSION, GLOBAL: GLOBAL, SESSION: SE
 MEMORY_BLOCK_HEADER = "Long-term memories that may be relevant:"
 MAX_TAGS = 12
 VERDICT_KEYS = ("useful", "keep", "decision")
-"""Where a rerank decision says keep or drop, the first present wins (Agently reads the same three)."""
+"""Where a rerank decision says keep or drop, the first present wins."""
 DROP_WORDS = frozenset({"drop", "dropped", "discard", "false", "no", "irrelevant", "not_useful", "0"})
 DIAGNOSTICS_LOG_SIZE = 50
 ERROR_CHARS = 300
@@ -103,7 +103,7 @@ _COUNT_SETTINGS = ("max_input_chars", "max_memories", "retries", "rerank_min_can
                    "max_total_chars", "max_item_chars")
 
 
-def resolve_settings(settings=None):
+def resolve_settings(settings=None) -> dict:
     """DEFAULT_SETTINGS overlaid with ``settings``; an unknown key or a value of the wrong type is refused."""
     settings = {} if settings is None else settings
     if not isinstance(settings, dict):
@@ -145,13 +145,13 @@ def _one_line(value):
     return " ".join((value if isinstance(value, str) else compact_json(value)).split())
 
 
-def normalize_scope(value):
+def normalize_scope(value) -> str:
     """GLOBAL_MEMORY or SESSION_MEMORY; anything unrecognized is SESSION_MEMORY, the narrower scope."""
     name = re.sub(r"[\s-]+", "_", value.strip().upper()) if isinstance(value, str) else ""
     return SCOPE_NAMES.get(name, SESSION)
 
 
-def normalize_tags(value):
+def normalize_tags(value) -> list[str]:
     """Tags from a list or a comma-separated string: stripped, lower-cased, de-duplicated, in order."""
     if isinstance(value, str):
         value = value.split(",")
@@ -161,7 +161,7 @@ def normalize_tags(value):
     return list(dict.fromkeys(t for t in tags if t))[:MAX_TAGS]
 
 
-def shape_body(value, body_schema):
+def shape_body(value, body_schema) -> tuple[dict, list]:
     """``(body, dropped_keys)``: ``value`` shaped by ``body_schema`` (see the module's table)."""
     if value is None or value == "":
         return {}, []
@@ -177,7 +177,7 @@ def shape_body(value, body_schema):
     return body, [k for k in value if body_schema and k not in body_schema]
 
 
-def clamp_fraction(value, default):
+def clamp_fraction(value, default) -> float | None:
     """``value`` (a number or a numeric string) clamped to 0..1, else ``default``."""
     if isinstance(value, str):
         try:
@@ -187,7 +187,7 @@ def clamp_fraction(value, default):
     return min(1.0, max(0.0, float(value))) if is_number(value) else default
 
 
-def normalize_memory(item, *, body_schema, default_importance):
+def normalize_memory(item, *, body_schema, default_importance) -> tuple[dict | None, dict]:
     """``(memory, notes)`` for one extracted item, or ``(None, {"reason": ...})`` when it is skipped."""
     if not isinstance(item, dict):
         return None, {"reason": "not_an_object"}
@@ -207,7 +207,7 @@ def _label(memory):
     return "[global] " if memory["scope"] == GLOBAL else "[session] "
 
 
-def render_memory(memory, *, with_body=True):
+def render_memory(memory, *, with_body=True) -> str:
     """One line for the prompt: ``[global] summary (key: value; ...)``; body values that only
     repeat the summary are left out."""
     details = [f"{key}: {_one_line(value)}" for key, value in memory["body"].items()
@@ -219,7 +219,7 @@ def render_memory(memory, *, with_body=True):
     return _label(memory) + memory["summary"]
 
 
-def shortened_line(memory, max_chars):
+def shortened_line(memory, max_chars) -> str | None:
     """The memory's line without its body, cut to ``max_chars`` with an ellipsis when longer; None
     when not one character of the memory would remain after its ``[scope]`` label."""
     line = render_memory(memory, with_body=False)
@@ -230,7 +230,7 @@ def shortened_line(memory, max_chars):
     return line[:max_chars - 1] + "…"
 
 
-def render_memory_block(memories):
+def render_memory_block(memories) -> str:
     """The system-message text for recalled memories ("" for none): a header and one line each.
 
     ``ChatRunner`` injects this. A memory is a dict with ``rendered`` (what ``prepare_request``
@@ -243,7 +243,7 @@ def render_memory_block(memories):
     return MEMORY_BLOCK_HEADER + "\n" + "\n".join(f"- {line}" for line in lines)
 
 
-def fit_budget(memories, *, max_total_chars, max_item_chars):
+def fit_budget(memories, *, max_total_chars, max_item_chars) -> tuple[list[dict], dict]:
     """``(kept, report)``: the memories whose rendered lines fit, in order, each with ``rendered``.
 
     A line over ``max_item_chars`` is tried again without its body; a line that still does not
@@ -304,8 +304,8 @@ def _listed(result, key, step):
 
 
 def _verdict(decision):
-    """A reranker decision as ``{useful, score, reason}``, read as Agently reads it (see the module's
-    rerank table); what a weak model gets wrong otherwise reads as "keep"."""
+    """A reranker decision as ``{useful, score, reason}``, by the module's rerank rules; what a weak
+    model gets wrong otherwise reads as "keep"."""
     said = next((decision[key] for key in VERDICT_KEYS if key in decision), True)
     if isinstance(said, str):
         useful = said.strip().lower() not in DROP_WORDS
@@ -315,7 +315,7 @@ def _verdict(decision):
     return {"useful": useful, "score": score, "reason": _one_line(decision.get("reason"))[:200]}
 
 
-def apply_decisions(candidates, decisions):
+def apply_decisions(candidates, decisions) -> tuple[list[dict], list[dict]]:
     """``(kept, verdicts)``: candidates the reranker did not reject, highest score first.
 
     Decisions are matched by id (as text, so "3" and 3 agree); a candidate without one is kept.
@@ -385,7 +385,7 @@ class LongTermMemory:
 
     # -- after a turn: extraction ---------------------------------------------------------------
 
-    def after_turn(self, session_id, user_content, assistant_content, *, message_ids=None):
+    def after_turn(self, session_id, user_content, assistant_content, *, message_ids=None) -> dict:
         """Extract durable memories from one turn and store them.
 
         Returns ``{"stored": [records], "skipped": [{"reason", ...}], "diagnostics"}``; a whole
@@ -473,7 +473,7 @@ class LongTermMemory:
 
     # -- before a request: retrieval ------------------------------------------------------------
 
-    def prepare_request(self, session_id, prompt):
+    def prepare_request(self, session_id, prompt) -> dict:
         """The memories to inject before answering ``prompt`` in ``session_id``.
 
         Returns ``{"GLOBAL_MEMORY": [...], "SESSION_MEMORY": [...], "memories": [both, global
@@ -548,9 +548,9 @@ class LongTermMemory:
         return [], None
 
     def _rerank(self, scope, query, candidates, events):
-        """``(ranked, report)`` by the seed's rules: skip small scopes, keep the deterministic order
-        when the reranker fails, and when it rejects everything fall back to the candidates unless
-        ``keep_candidates_on_empty_rerank`` is off."""
+        """``(ranked, report)`` by the module's rerank rules: skip small scopes, keep the deterministic
+        order when the reranker fails, and when it rejects everything fall back to the candidates
+        unless ``keep_candidates_on_empty_rerank`` is off."""
         if not candidates:
             return [], {"status": "no_candidates"}
         reason = ("no_reranker" if self.reranker is None
@@ -603,17 +603,17 @@ class LongTermMemory:
 
     # -- records, for the lab -------------------------------------------------------------------
 
-    def records(self, scope=None, session_id=None):
+    def records(self, scope=None, session_id=None) -> MemoryRecords:
         """The workspace's records, newest change first, optionally of one scope and/or session."""
         scope = _named_scope(scope) if scope is not None else None
         return self.store.long_term.list(self.workspace, scope=scope, session_id=session_id)
 
-    def get_record(self, record_id):
+    def get_record(self, record_id) -> MemoryRecord | None:
         """The record, or None."""
         return self.store.long_term.get(self.workspace, _check_record_id(record_id))
 
     def add_record(self, summary="", *, scope=None, session_id=None, body=None, tags=(), importance=None,
-                   provenance=None):
+                   provenance=None) -> MemoryRecord:
         """Store a record written by a person. ``scope`` defaults to SESSION_MEMORY when a
         ``session_id`` is given, else GLOBAL_MEMORY. Unlike extraction, mistakes are errors: an
         unknown scope, body keys outside ``body_schema``, an importance outside 0..1."""
@@ -627,7 +627,7 @@ class LongTermMemory:
         record = self._record(memory, memory["session_id"], {"source": "manual", **(provenance or {})})
         return self.store.long_term.insert(self.workspace, [record])[0]
 
-    def update_record(self, record_id, **fields):
+    def update_record(self, record_id, **fields) -> MemoryRecord | None:
         """Change ``EDITABLE_FIELDS`` of a record (checked as in ``add_record``); returns it."""
         unknown = sorted(set(fields) - set(EDITABLE_FIELDS))
         if unknown:
@@ -642,7 +642,7 @@ class LongTermMemory:
         stored = {**memory, "kind": memory["scope"].lower()}
         return self.store.long_term.update(self.workspace, current["id"], stored)
 
-    def delete_record(self, record_id):
+    def delete_record(self, record_id) -> bool:
         """Remove a record; True when it existed."""
         return self.store.long_term.delete(self.workspace, _check_record_id(record_id))
 

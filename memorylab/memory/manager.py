@@ -16,6 +16,8 @@ the engine's one way of standing a summary in for messages without deleting them
 over the range it covers, the chat loop reads it through ``Session.get_history``, and a newer
 summary supersedes the older one by starting at the same message.
 """
+from __future__ import annotations
+
 import warnings
 
 from ..history.compaction import MIN_TARGET_SUMMARY_TOKENS, build_summary_prompt, check_summary_template, render_transcript
@@ -24,7 +26,7 @@ from .identity import current_identity, normalize_memory_key, parse_memory_key
 from ..messages import message_text, normalize_message, to_openai, to_utc_iso, utc_now_iso
 from ..history.overlays import apply_overlays, is_summary_message
 from ..history.session import Session
-from ..shapes import MemoryRows
+from ..shapes import MemoryRows, Message, SearchHits
 from ..store import ANY_STATUS
 from ..validation import check_identifier, check_integer, check_page
 
@@ -38,7 +40,7 @@ SUMMARY_STATUS_KEY = "memorylab.summary"
 INSTRUCTION_SUFFIX = "\n\n{previous_summary}<transcript>\n{transcript}\n</transcript>"
 
 
-def split_turns(messages):
+def split_turns(messages) -> list[list[Message]]:
     """The messages grouped into turns: a new turn starts at each user message."""
     turns = []
     for message in messages:
@@ -48,7 +50,7 @@ def split_turns(messages):
     return turns
 
 
-def select_context(history, *, max_turns=None, max_tokens=None):
+def select_context(history, *, max_turns=None, max_tokens=None) -> list[Message]:
     """What is sent from an overlaid history: its leading summary, then the newest whole turns that
     fit ``max_turns`` and ``max_tokens``. The summary and the newest turn are sent even when they
     alone are over ``max_tokens``: without them the model could not answer at all."""
@@ -67,13 +69,13 @@ def select_context(history, *, max_turns=None, max_tokens=None):
     return summary + [message for turn in turns for message in turn]
 
 
-def missing_memory(agent_id, key, advice=""):
+def missing_memory(agent_id, key, advice="") -> NotFoundError:
     """The error for a memory that is not there. Its text depends only on what the caller asked for,
     so a key that exists in another tenant reads exactly like one that never existed."""
     return NotFoundError(f"agent {agent_id!r} has no memory {key!r}{advice}")
 
 
-def incoming_message(message):
+def incoming_message(message) -> dict:
     """A caller's message dict (OpenAI chat or stored shape) as the store takes it; ``timestamp``
     (datetime or ISO string, local time without an offset) may stand for ``created_at``."""
     if isinstance(message, dict) and "timestamp" in message:
@@ -83,7 +85,7 @@ def incoming_message(message):
     return normalize_message(message)
 
 
-def check_status(status):
+def check_status(status) -> str | None:
     """None for a memory in progress (``None`` or ``"in_progress"``), else the status label itself."""
     if status is None or status == IN_PROGRESS:
         return None
@@ -96,7 +98,7 @@ def check_status(status):
     return status
 
 
-def summary_template(prompt):
+def summary_template(prompt) -> str | None:
     """The compaction template for a summary prompt: None for the default four-section one, the prompt
     itself when it places ``{transcript}``, else the prompt as an instruction followed by the messages."""
     if prompt is None:
@@ -142,7 +144,7 @@ class Memory:
 
     # -- which memory ---------------------------------------------------------------------------
 
-    def resolve_key(self, key=None):
+    def resolve_key(self, key=None) -> str:
         """The memory key a call works on: ``key``, else ``memory_key``, else the ``identify`` context."""
         if key is not None:
             return normalize_memory_key(key)
@@ -180,7 +182,7 @@ class Memory:
 
     # -- writing --------------------------------------------------------------------------------
 
-    def append(self, message, content=None, *, timestamp=None, metadata=None, key=None):
+    def append(self, message, content=None, *, timestamp=None, metadata=None, key=None) -> Message:
         """Store one message and return it: ``append({"role": "user", "content": "Hi", "timestamp": now})``
         as the document writes it (any OpenAI chat dict, tool calls and results included), or
         ``append("user", "Hi", timestamp=now)``. ``timestamp`` (datetime or ISO string; local time when
@@ -209,7 +211,7 @@ class Memory:
             self._summarize_when_due(session)
         return stored
 
-    def set_status(self, status, key=None):
+    def set_status(self, status, key=None) -> str | None:
         """Mark the memory (``"qualified"``, ``"closed"``...); None or ``"in_progress"`` clears the mark.
 
         NotFoundError for a memory with no messages: a status marks a conversation, and an empty one
@@ -219,7 +221,7 @@ class Memory:
         session.storage.set_status(status, utc_now_iso())
         return status
 
-    def clear(self, key=None):
+    def clear(self, key=None) -> int:
         """Forget the memory: its messages, summary and status. Returns how many messages it held."""
         session = self._existing(key)
         if session is None:
@@ -230,21 +232,21 @@ class Memory:
 
     # -- reading --------------------------------------------------------------------------------
 
-    def exists(self, key=None):
+    def exists(self, key=None) -> bool:
         return self._existing(key) is not None
 
-    def context(self, key=None):
+    def context(self, key=None) -> list[Message]:
         """The messages sent to a model: the summary, then the newest turns within the limits."""
         session = self._existing(key)
         if session is None:
             return []
         return select_context(session.get_history(), max_turns=self.max_turns, max_tokens=self.max_tokens)
 
-    def messages_for_model(self, key=None):
+    def messages_for_model(self, key=None) -> list[dict]:
         """``context`` as OpenAI chat dicts for litellm."""
         return to_openai(self.context(key))
 
-    def get_formatted(self, key=None):
+    def get_formatted(self, key=None) -> str:
         """``context`` as readable text: the summary first, then one ``role: text`` line per message."""
         context = self.context(key)
         blocks = []
@@ -255,7 +257,7 @@ class Memory:
             blocks.append(render_transcript(context))
         return "\n\n".join(blocks)
 
-    def get_recent(self, n, key=None):
+    def get_recent(self, n, key=None) -> list[Message]:
         """The stored messages of the last ``n`` turns (summaries do not hide them)."""
         check_integer(n, "n", minimum=1)
         session = self._existing(key)
@@ -264,12 +266,12 @@ class Memory:
         turns = split_turns(session.get_history(apply_compactions=False))
         return [message for turn in turns[-n:] for message in turn]
 
-    def search(self, query, key=None, *, limit=20):
+    def search(self, query, key=None, *, limit=20) -> SearchHits:
         """Full-text hits in this memory, best first; any query string is safe."""
         session = self._existing(key)
-        return session.search(query, limit=limit) if session is not None else []
+        return session.search(query, limit=limit) if session is not None else SearchHits()
 
-    def get(self, key=None):
+    def get(self, key=None) -> dict:
         """Everything about one memory; NotFoundError when it does not exist (see ``exists``)."""
         session = self._required(key)
         path, history = self._histories(session)
@@ -287,7 +289,7 @@ class Memory:
         }
 
     def list(self, last_interaction_before=None, status=None, limit=20, offset=0, date_from=None,
-             date_field="updated_at"):
+             date_field="updated_at") -> MemoryRows:
         """This agent's memories, most recently updated first, one row each with its newest summary and
         newest message (so "who spoke last" needs no second read).
 
@@ -311,7 +313,7 @@ class Memory:
 
     # -- summaries ------------------------------------------------------------------------------
 
-    def summarize(self, prompt=None, model=None, key=None):
+    def summarize(self, prompt=None, model=None, key=None) -> str:
         """Fold every message not in the summary yet into it, store it and return its text.
 
         ``prompt`` is an instruction ("Extract only the decisions") or a template with

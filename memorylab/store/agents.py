@@ -5,6 +5,8 @@ Dates that may come from imports or users are compared as instants (the backend'
 rather than as text, because ``...03Z`` and ``...03.000Z`` name the same instant but do not sort as
 the same string.
 """
+from __future__ import annotations
+
 from ..errors import ConflictError, InvalidInputError
 from .repository import Repository
 
@@ -27,7 +29,7 @@ def register_agent_row(conn, tenant_id, agent_id, created_at):
 
 
 class AgentDirectory(Repository):
-    def register(self, tenant_id, agent_id, *, created_at, name=None, name_key=None, slug=None):
+    def register(self, tenant_id, agent_id, *, created_at, name=None, name_key=None, slug=None) -> dict:
         """Create the agent or update the name and slug given (None keeps the current one)."""
         with self.transaction() as conn:
             if slug is not None:
@@ -50,7 +52,7 @@ class AgentDirectory(Repository):
             ).fetchone()
         return _agent_from_row(row)
 
-    def find(self, tenant_id, reference, name_key):
+    def find(self, tenant_id, reference, name_key) -> list[dict]:
         """Agents of the tenant whose id or slug is ``reference`` or whose name folds to ``name_key``,
         best match first; each row says how it matched (``"id"``, ``"slug"`` or ``"name"``)."""
         rows = self._all(
@@ -62,7 +64,7 @@ class AgentDirectory(Repository):
         )
         return [dict(_agent_from_row(r), matched_by=r["matched_by"]) for r in rows]
 
-    def list(self, tenant_id):
+    def list(self, tenant_id) -> list[dict]:
         """Every agent of a tenant with its number of sessions, by id."""
         rows = self._all(
             """SELECT a.*, COUNT(s.pk) AS session_count FROM agents a
@@ -75,7 +77,7 @@ class AgentDirectory(Repository):
     # -- memory status and listing ---------------------------------------------------------------
 
     def memories(self, tenant_id, agent_id, *, interaction_before=None, status=ANY_STATUS, date_from=None,
-                      date_field="updated_at", limit=20, offset=0):
+                      date_field="updated_at", limit=20, offset=0) -> list[dict]:
         """One agent's sessions, most recently updated first, each with its status, message count,
         newest summary and newest message.
 

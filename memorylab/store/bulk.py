@@ -5,6 +5,7 @@ what a backend derives itself is not declared as a column and so not copied: Pos
 ``tsv`` columns, and SQLite's FTS5 tables, which its triggers fill as rows arrive.
 """
 import json
+from collections.abc import Iterator
 
 from ..messages import message_text
 from . import schema
@@ -14,19 +15,19 @@ TABLES = {table.name: (table.key, table.other_columns) for table in schema.TABLE
 """``{table: (primary key, the other columns)}``; parents come before the tables that reference them."""
 
 
-def table_columns(table):
+def table_columns(table) -> tuple[str, ...]:
     """Every column of ``table`` that is copied, its primary key first."""
     key, others = TABLES[table]
     return key + others
 
 
 class BulkCopy(Repository):
-    def counts(self):
+    def counts(self) -> dict[str, int]:
         """``{table: rows}`` for every table of ``TABLES``, in one query."""
         row = self._one("SELECT " + ", ".join(f"(SELECT COUNT(*) FROM {t}) AS {t}" for t in TABLES))
         return {table: row[table] for table in TABLES}
 
-    def rows(self, table, batch=1000):
+    def rows(self, table, batch=1000) -> Iterator[list[tuple]]:
         """The rows of ``table`` as tuples of ``table_columns(table)``, in lists of up to ``batch``, in
         primary-key order. Each list is one query that continues after the last key of the one before,
         so memory stays bounded; wrap the reading in the store's ``snapshot()`` for one consistent state."""
@@ -49,7 +50,7 @@ class BulkCopy(Repository):
                 return
             last = rows[-1][:len(key)]
 
-    def insert(self, table, rows):
+    def insert(self, table, rows) -> list[tuple]:
         """Insert tuples of ``table_columns(table)`` as they are, keys included, and return them as
         written: a message's search copy (``text``) is this backend's. Joins the caller's transaction."""
         columns = table_columns(table)
@@ -70,13 +71,13 @@ class BulkCopy(Repository):
             text = message_text({"parts": json.loads(parts)})
         return self._store._searchable(text)
 
-    def advance_identity(self, table, column):
+    def advance_identity(self, table, column) -> None:
         """Make keys generated from now on follow the largest one in ``table.column`` after rows were
         inserted with explicit keys. SQLite needs nothing: a new INTEGER PRIMARY KEY is MAX + 1."""
 
 
 class PostgresBulkCopy(BulkCopy):
-    def advance_identity(self, table, column):
+    def advance_identity(self, table, column) -> None:
         """An identity's sequence does not see keys inserted explicitly (``memorylab migrate``): move it
         past the largest, or the next generated key collides. ``setval`` is not undone by a rollback."""
         with self.transaction() as conn:

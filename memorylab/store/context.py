@@ -1,5 +1,7 @@
 """Context memory: one session's stored blocks, frozen prompt and active skills, and the keyed
 entries that searchable blocks index (shared by a tenant's sessions, by namespace)."""
+from __future__ import annotations
+
 from ..messages import utc_now_iso
 from .repository import Repository
 
@@ -12,7 +14,7 @@ class SessionBlocks(Repository):
         super().__init__(store)
         self.pk = pk
 
-    def all(self):
+    def all(self) -> list[dict]:
         """Every stored block content of the session (for exports)."""
         rows = self._all(
             "SELECT label, content, updated_at FROM context_blocks WHERE session_pk = ? ORDER BY label",
@@ -20,11 +22,11 @@ class SessionBlocks(Repository):
         )
         return [dict(r) for r in rows]
 
-    def content(self, label):
+    def content(self, label) -> str | None:
         row = self._one("SELECT content FROM context_blocks WHERE session_pk = ? AND label = ?", (self.pk, label))
         return row["content"] if row else None
 
-    def set_content(self, label, content):
+    def set_content(self, label, content) -> None:
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO context_blocks (session_pk, label, content, updated_at) VALUES (?, ?, ?, ?)"
@@ -33,22 +35,22 @@ class SessionBlocks(Repository):
                 (self.pk, label, content, utc_now_iso()),
             )
 
-    def cached_prompt(self):
+    def cached_prompt(self) -> str | None:
         row = self._one("SELECT cached_prompt FROM sessions WHERE pk = ?", (self.pk,))
         return row["cached_prompt"] if row else None
 
-    def set_cached_prompt(self, prompt):
+    def set_cached_prompt(self, prompt) -> None:
         with self.transaction() as conn:
             conn.execute("UPDATE sessions SET cached_prompt = ? WHERE pk = ?", (prompt, self.pk))
 
-    def active_skills(self, label):
+    def active_skills(self, label) -> list[str]:
         rows = self._all(
             "SELECT key FROM skill_activations WHERE session_pk = ? AND label = ? ORDER BY activated_at, key",
             (self.pk, label),
         )
         return [r["key"] for r in rows]
 
-    def set_skill_active(self, label, key, active):
+    def set_skill_active(self, label, key, active) -> None:
         with self.transaction() as conn:
             if active:
                 conn.execute(
@@ -66,7 +68,7 @@ class SessionBlocks(Repository):
 class SearchEntries(Repository):
     """Keyed entries indexed for full-text search, per tenant and namespace."""
 
-    def put(self, tenant_id, namespace, key, content):
+    def put(self, tenant_id, namespace, key, content) -> None:
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO search_entries (tenant_id, namespace, key, content, updated_at) VALUES (?, ?, ?, ?, ?)"
@@ -75,20 +77,20 @@ class SearchEntries(Repository):
                 (tenant_id, namespace, key, content, utc_now_iso()),
             )
 
-    def delete(self, tenant_id, namespace, key):
+    def delete(self, tenant_id, namespace, key) -> bool:
         with self.transaction() as conn:
             return conn.execute(
                 "DELETE FROM search_entries WHERE tenant_id = ? AND namespace = ? AND key = ?",
                 (tenant_id, namespace, key),
             ).rowcount > 0
 
-    def count(self, tenant_id, namespace):
+    def count(self, tenant_id, namespace) -> int:
         return self._one(
             "SELECT COUNT(*) AS n FROM search_entries WHERE tenant_id = ? AND namespace = ?",
             (tenant_id, namespace),
         )["n"]
 
-    def list(self, tenant_id, namespace):
+    def list(self, tenant_id, namespace) -> list[dict]:
         rows = self._all(
             "SELECT key, content, updated_at FROM search_entries WHERE tenant_id = ? AND namespace = ?"
             " ORDER BY key",
@@ -96,7 +98,7 @@ class SearchEntries(Repository):
         )
         return [dict(r) for r in rows]
 
-    def search(self, tenant_id, namespace, query, limit=5):
+    def search(self, tenant_id, namespace, query, limit=5) -> list[dict]:
         """Ranked entries matching ``query`` (any string is safe)."""
         found = self._store._full_text("entries", query)
         if found is None or limit <= 0:

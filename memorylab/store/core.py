@@ -30,7 +30,7 @@ SNIPPET_MARKS = ("\u2983", "\u2984")
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-def is_postgres_url(target):
+def is_postgres_url(target) -> bool:
     return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
 
 
@@ -103,36 +103,36 @@ class Store:
     # -- repositories ----------------------------------------------------------------------------
 
     @cached_property
-    def sessions(self):
+    def sessions(self) -> SqlSessionCatalog:
         return SqlSessionCatalog(self)
 
     @cached_property
-    def entries(self):
+    def entries(self) -> SearchEntries:
         return SearchEntries(self)
 
     @cached_property
-    def kv(self):
+    def kv(self) -> KVEntries:
         return KVEntries(self)
 
     @cached_property
-    def agents(self):
+    def agents(self) -> AgentDirectory:
         return AgentDirectory(self)
 
     @cached_property
-    def long_term(self):
+    def long_term(self) -> LongTermRecords:
         return LongTermRecords(self)
 
     @cached_property
-    def integrity(self):
+    def integrity(self) -> Integrity:
         return self._INTEGRITY(self)
 
     @cached_property
-    def bulk(self):
+    def bulk(self) -> BulkCopy:
         return self._BULK(self)
 
     # -- search across sessions -------------------------------------------------------------------
 
-    def search(self, query, *, tenant_id, limit=20, session_pk=None, agent_id=None, roles=None):
+    def search(self, query, *, tenant_id, limit=20, session_pk=None, agent_id=None, roles=None) -> SearchHits:
         """Ranked full-text hits over text parts of ``tenant_id`` (or ``ALL_TENANTS``); any string is
         safe, an empty one finds nothing.
 
@@ -148,7 +148,7 @@ class Store:
             check_identifier(tenant_id, "tenant id")
         found = self._full_text("messages", query)
         if found is None or limit <= 0:
-            return []
+            return SearchHits()
         fts, match = found
         where, params = [fts.condition], {"match": match, "limit": int(limit)}
         for column, key, value in (("m.session_pk", "pk", session_pk), ("s.tenant_id", "tenant", tenant_id),

@@ -22,7 +22,7 @@ def _quote(name):
 
 
 class Integrity(Repository):
-    def database_size(self):
+    def database_size(self) -> dict:
         """``{"sessions", "messages", "overlays"}``: row counts, for the report's heading."""
         row = self._one(
             "SELECT (SELECT COUNT(*) FROM sessions) AS sessions, (SELECT COUNT(*) FROM messages) AS messages,"
@@ -30,7 +30,7 @@ class Integrity(Repository):
         )
         return dict(row)
 
-    def messages_with_missing_parent(self):
+    def messages_with_missing_parent(self) -> list[dict]:
         """Messages whose ``parent_id`` names no message of their session, oldest first."""
         return [dict(r) for r in self._all(
             f"""SELECT {_SESSION}, m.id, m.parent_id FROM messages m JOIN sessions s ON s.pk = m.session_pk
@@ -39,7 +39,7 @@ class Integrity(Repository):
             ORDER BY m.seq"""
         )]
 
-    def messages_off_every_root(self):
+    def messages_off_every_root(self) -> list[dict]:
         """Messages that no walk down from a root (or from an orphan) reaches: their parent links loop."""
         return [dict(r) for r in self._all(
             f"""WITH RECURSIVE reached(seq, session_pk, id) AS (
@@ -53,7 +53,7 @@ class Integrity(Repository):
             WHERE m.seq NOT IN (SELECT seq FROM reached) ORDER BY m.seq"""
         )]
 
-    def overlays_off_path(self):
+    def overlays_off_path(self) -> list[dict]:
         """Overlays that can never apply: an end is not a message of the session, or ``from_id`` is
         not ``to_id`` or one of its ancestors. Each row says which with ``from_exists``,
         ``to_exists`` and ``on_path``."""
@@ -77,7 +77,7 @@ class Integrity(Repository):
             ) AS checked WHERE NOT (from_exists AND to_exists AND on_path) ORDER BY session_id, id"""
         )]
 
-    def unreadable_messages(self, batch=5000):
+    def unreadable_messages(self, batch=5000) -> list[dict]:
         """Messages whose stored parts or metadata cannot be read back, each with its ``problem``.
 
         Every row is decoded exactly as reads decode it (in batches, so a large file is not loaded
@@ -99,7 +99,7 @@ class Integrity(Repository):
                 return found
             after = rows[-1]["seq"]
 
-    def stale_latest_pointers(self):
+    def stale_latest_pointers(self) -> list[dict]:
         """Sessions whose ``latest_message_id`` (where appends go by default) is not their newest
         message; ``latest_exists`` says whether it names a message at all."""
         return [dict(r) for r in self._all(
@@ -114,13 +114,13 @@ class Integrity(Repository):
 
 
 class SQLiteIntegrity(Integrity):
-    def integrity_errors(self, limit=100):
+    def integrity_errors(self, limit=100) -> list[str]:
         """What ``PRAGMA integrity_check`` reports (pages, indexes, constraints); [] for a sound file."""
         # One row may hold several lines, under a "*** in database main ***" heading.
         lines = [line for row in self._all(f"PRAGMA integrity_check({int(limit)})") for line in row[0].splitlines()]
         return [line for line in lines if line not in ("ok", "*** in database main ***")]
 
-    def fts_indexes(self):
+    def fts_indexes(self) -> list[dict]:
         """``[{"index", "content", "rowid"}]`` for every FTS5 table in the schema, read from the schema
         itself so that an index a later migration adds is checked too. ``content`` is the table an
         external-content index mirrors, None for a contentless or self-contained one."""
@@ -136,7 +136,7 @@ class SQLiteIntegrity(Integrity):
                             "rowid": rowid.group(1) if rowid else "rowid"})
         return indexes
 
-    def fts_complaint(self, index, *, against_content):
+    def fts_complaint(self, index, *, against_content) -> str | None:
         """FTS5's ``integrity-check`` of ``index``; with ``against_content`` it also compares every
         row with the text of its content table. None when it passes, else SQLite's error text."""
         name = _quote(index)
@@ -150,7 +150,7 @@ class SQLiteIntegrity(Integrity):
             return str(error.__cause__)
         return None
 
-    def fts_row_gaps(self, index, content, rowid):
+    def fts_row_gaps(self, index, content, rowid) -> tuple[int, int]:
         """(rows of ``content`` missing from ``index``, rows of ``index`` whose content row is gone),
         counted against the index's ``_docsize`` table, which holds one row per indexed row."""
         docsize, content, rowid = _quote(index + "_docsize"), _quote(content), _quote(rowid)
@@ -160,7 +160,7 @@ class SQLiteIntegrity(Integrity):
         )
         return row["missing"], row["stale"]
 
-    def rows_of_missing_parents(self):
+    def rows_of_missing_parents(self) -> dict[tuple[str, str], int]:
         """``{(table, parent table): rows}`` whose foreign key names a row that does not exist: messages,
         overlays, blocks... of a deleted session (``PRAGMA foreign_key_check``)."""
         counts = {}
@@ -171,14 +171,14 @@ class SQLiteIntegrity(Integrity):
 
 
 class PostgresIntegrity(Integrity):
-    def integrity_errors(self, limit=100):
+    def integrity_errors(self, limit=100) -> list[str]:
         """PostgreSQL checks its pages and indexes itself (and ``amcheck`` needs a superuser): none to report."""
         return []
 
-    def fts_indexes(self):
+    def fts_indexes(self) -> list[dict]:
         """The search vectors are generated columns, recomputed with their row: no index to drift."""
         return []
 
-    def rows_of_missing_parents(self):
+    def rows_of_missing_parents(self) -> dict[tuple[str, str], int]:
         """Foreign keys are always enforced on PostgreSQL: no row can outlive its session."""
         return {}

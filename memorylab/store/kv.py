@@ -4,6 +4,8 @@ Timestamps arrive already in the store's ISO form, so the clock stays with the c
 (``memorylab.memory.kv``). Expired rows are filtered out of every read and deleted by the next write to
 their namespace.
 """
+from __future__ import annotations
+
 from .repository import Repository
 
 _LIVE = "(expires_at IS NULL OR expires_at > :now)"
@@ -16,7 +18,7 @@ class KVEntries(Repository):
             (tenant_id, namespace, now),
         )
 
-    def set(self, tenant_id, namespace, key, value, *, expires_at, now):
+    def set(self, tenant_id, namespace, key, value, *, expires_at, now) -> None:
         """Store a JSON text; ``created_at`` survives an update of a live entry."""
         with self.transaction() as conn:
             self._purge_expired(conn, tenant_id, namespace, now)
@@ -27,7 +29,7 @@ class KVEntries(Repository):
                 (tenant_id, namespace, key, value, expires_at, now, now),
             )
 
-    def get(self, tenant_id, namespace, key, *, now):
+    def get(self, tenant_id, namespace, key, *, now) -> dict | None:
         row = self._one(
             f"SELECT key, value, expires_at, created_at, updated_at FROM kv_entries"
             f" WHERE tenant_id = :tenant AND namespace = :ns AND key = :key AND {_LIVE}",
@@ -35,7 +37,7 @@ class KVEntries(Repository):
         )
         return dict(row) if row else None
 
-    def entries(self, tenant_id, namespace, pattern, *, now, limit=-1, offset=0):
+    def entries(self, tenant_id, namespace, pattern, *, now, limit=-1, offset=0) -> list[dict]:
         """Live entries whose key matches the ``*``/``?`` glob ``pattern``, by key (limit -1: all)."""
         rows = self._all(
             f"""SELECT key, value, expires_at, created_at, updated_at FROM kv_entries
@@ -46,7 +48,7 @@ class KVEntries(Repository):
         )
         return [dict(r) for r in rows]
 
-    def namespaces(self, tenant_id, *, now):
+    def namespaces(self, tenant_id, *, now) -> list[dict]:
         """``[{"namespace", "entries"}]``: the namespaces of a tenant that hold live entries."""
         rows = self._all(
             f"SELECT namespace, COUNT(*) AS entries FROM kv_entries WHERE tenant_id = :tenant AND {_LIVE}"
@@ -55,7 +57,7 @@ class KVEntries(Repository):
         )
         return [dict(r) for r in rows]
 
-    def delete(self, tenant_id, namespace, key, *, now):
+    def delete(self, tenant_id, namespace, key, *, now) -> bool:
         """Remove one entry; True when a live one was removed."""
         with self.transaction() as conn:
             self._purge_expired(conn, tenant_id, namespace, now)
@@ -64,7 +66,7 @@ class KVEntries(Repository):
                 (tenant_id, namespace, key),
             ).rowcount > 0
 
-    def clear(self, tenant_id, namespace, *, now):
+    def clear(self, tenant_id, namespace, *, now) -> int:
         """Remove every entry of a namespace; returns how many live ones there were."""
         with self.transaction() as conn:
             self._purge_expired(conn, tenant_id, namespace, now)

@@ -4,11 +4,13 @@ Records arrive already normalized by ``memorylab.memory.longterm``; this layer o
 Scope isolation lives in the WHERE clauses: a query names one scope and, for session memories,
 one session, so another session's records cannot reach a candidate list.
 """
+from __future__ import annotations
+
 import json
 
 from ..errors import InvalidInputError
 from ..messages import utc_now_iso
-from ..shapes import MemoryRecords
+from ..shapes import MemoryRecord, MemoryRecords
 from .repository import Repository
 
 _RECORD_FIELDS = ("summary", "body", "tags", "importance", "scope", "kind", "session_id")
@@ -47,7 +49,7 @@ def _scope_filter(scope, session_id):
 class LongTermRecords(Repository):
     """The records of every workspace (``memorylab.memory.longterm`` keeps one workspace's view of them)."""
 
-    def insert(self, workspace, records):
+    def insert(self, workspace, records) -> list[MemoryRecord]:
         """Store normalized records in one transaction; returns them as stored, with ids."""
         now = utc_now_iso()
         with self.transaction() as conn:
@@ -64,11 +66,11 @@ class LongTermRecords(Repository):
             ]
         return [self.get(workspace, pk) for pk in ids]
 
-    def get(self, workspace, record_id):
+    def get(self, workspace, record_id) -> MemoryRecord | None:
         row = self._one("SELECT * FROM memory_records WHERE workspace = ? AND pk = ?", (workspace, record_id))
         return _record_from_row(row) if row else None
 
-    def list(self, workspace, *, scope=None, session_id=None):
+    def list(self, workspace, *, scope=None, session_id=None) -> MemoryRecords:
         """Records of a workspace, newest change first; ``scope`` and ``session_id`` narrow the list."""
         where, params = ["workspace = ?"], [workspace]
         for column, value in (("scope", scope), ("session_id", session_id)):
@@ -80,7 +82,7 @@ class LongTermRecords(Repository):
         )
         return MemoryRecords(_record_from_row(r) for r in rows)
 
-    def update(self, workspace, record_id, record):
+    def update(self, workspace, record_id, record) -> MemoryRecord | None:
         """Overwrite the editable fields of a record; returns it as stored, or None when it is not there."""
         values = [_dumps(record[f]) if f in ("body", "tags") else record[f] for f in _RECORD_FIELDS]
         with self.transaction() as conn:
@@ -91,13 +93,13 @@ class LongTermRecords(Repository):
             ).rowcount
         return self.get(workspace, record_id) if changed else None
 
-    def delete(self, workspace, record_id):
+    def delete(self, workspace, record_id) -> bool:
         with self.transaction() as conn:
             return conn.execute(
                 "DELETE FROM memory_records WHERE workspace = ? AND pk = ?", (workspace, record_id)
             ).rowcount > 0
 
-    def find_duplicate(self, workspace, scope, session_id, summary):
+    def find_duplicate(self, workspace, scope, session_id, summary) -> int | None:
         """The id of a record of the same scope (and session) with the same summary, ignoring case."""
         scope_sql, params = _scope_filter(scope, session_id)
         row = self._one(
@@ -107,7 +109,8 @@ class LongTermRecords(Repository):
         )
         return row["pk"] if row else None
 
-    def candidates(self, workspace, scope, session_id, *, query=None, match="words", tags=(), limit=8):
+    def candidates(self, workspace, scope, session_id, *, query=None, match="words", tags=(),
+                   limit=8) -> list[MemoryRecord]:
         """Records of one scope carrying every one of ``tags``, best first.
 
         With a ``query``, ``match="words"`` keeps those holding any word of it (BM25, the summary
@@ -144,7 +147,7 @@ class LongTermRecords(Repository):
         )
         return MemoryRecords(_record_from_row(r) for r in rows)
 
-    def tags(self, workspace, session_id, *, limit=50):
+    def tags(self, workspace, session_id, *, limit=50) -> list[str]:
         """The tags a session can retrieve by (global ones and its own), most used first."""
         rows = self._all(
             f"""SELECT t.value AS tag FROM memory_records r, {self._store._json_values('r.tags', 't')}
@@ -154,7 +157,7 @@ class LongTermRecords(Repository):
         )
         return [r["tag"] for r in rows]
 
-    def locate_turn(self, session_id, user_text, assistant_text):
+    def locate_turn(self, session_id, user_text, assistant_text) -> dict | None:
         """Where a chat turn is stored: the newest assistant message of a session called ``session_id``
         with this text whose parent is a user message with that text.
 

@@ -11,7 +11,8 @@ overlay numbering exact under concurrent appends. Passwords come from the enviro
 """
 import re
 import threading
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from typing import NoReturn
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -153,10 +154,10 @@ class PostgresStore(Store):
         conn.execute(f"SET lock_timeout = {int(self._timeout * 1000)}")
 
     @property
-    def db(self):
+    def db(self) -> NoReturn:
         raise MemoryLabError("sqlite-utils inspection (Store.db) needs a SQLite store; this one is PostgreSQL")
 
-    def close(self):
+    def close(self) -> None:
         self._pool.close()
 
     def _clear_error(self, error):
@@ -204,11 +205,11 @@ class PostgresStore(Store):
         except psycopg.Error as error:
             raise self._clear_error(error) from error
 
-    def transaction(self):
+    def transaction(self) -> AbstractContextManager[_Connection]:
         """A write transaction; nested calls join the outer one."""
         return self._connection("")
 
-    def snapshot(self):
+    def snapshot(self) -> AbstractContextManager[_Connection]:
         """A read transaction: several SELECTs see one consistent state of the database."""
         return self._connection("REPEATABLE READ")
 

@@ -5,6 +5,8 @@ A repository holds no connection of its own. It reads and writes through the sto
 search from it (``self._store._instant(...)``, ``self._store._full_text(...)``), so its SQL reads the
 same on every backend and no repository reaches into another.
 """
+from contextlib import AbstractContextManager
+from typing import Any
 
 
 class Repository:
@@ -14,7 +16,7 @@ class Repository:
     def __repr__(self):
         return f"<{type(self).__name__} of {self._store!r}>"
 
-    def transaction(self):
+    def transaction(self) -> AbstractContextManager[Any]:
         return self._store.transaction()
 
     def _one(self, sql, params=()):

@@ -19,6 +19,12 @@ INDEXED_CHARACTERS = 100_000
 """How much of one text PostgreSQL indexes: a ``tsvector`` is capped at 1 MB, and a message can be 10."""
 
 
+def sqlite_json_words(expression):
+    """SQLite: the scalar values of a JSON text as one text, keys left out (what the memory index
+    holds, and what substring recall searches)."""
+    return f"COALESCE((SELECT group_concat(atom, ' ') FROM json_tree({expression}) WHERE atom IS NOT NULL), '')"
+
+
 @dataclass(frozen=True)
 class Column:
     name: str
@@ -163,8 +169,8 @@ KV_ENTRIES = Table(
     ),
 )
 
-# Long-term memory records (seed 002's workspace collection "memory"). ``kind`` and ``scope`` name the
-# same thing in the seed's two vocabularies; the CHECK keeps them and ``session_id`` in step, so a
+# Long-term memory records of every workspace (``collection`` is always "memory"). ``kind`` is the
+# record's ``scope`` lower-cased, a second name for it; the CHECK keeps them and ``session_id`` in step, so a
 # session memory can never lose the session that owns it. Searched are the summary, the scalar values
 # of the body (its keys are the same in every record, so they would match every query) and the tags:
 # on SQLite a contentless index (the flattened words exist in no column), weighted at query time; on
@@ -184,7 +190,7 @@ MEMORY_RECORDS = Table(
         f"setweight({_words('summary')}, 'A') || setweight({_words('memorylab_json_words(tags)')}, 'B')"
         f" || setweight({_words('memorylab_json_words(body)')}, 'D')",
         computed={
-            "body": "COALESCE((SELECT group_concat(atom, ' ') FROM json_tree({row}.body) WHERE atom IS NOT NULL), '')",
+            "body": sqlite_json_words("{row}.body"),
             "tags": "COALESCE((SELECT group_concat(value, ' ') FROM json_each({row}.tags)), '')",
         },
         update_of=("summary", "body", "tags"),

@@ -5,12 +5,14 @@ session's ``SqlSessionStorage``: its messages as a tree, its compaction overlays
 status, and its context blocks (``storage.blocks``). A ``Session`` holds one and never names the
 internal key again.
 """
+from __future__ import annotations
+
 import json
 import warnings
 
 from ..errors import ConflictError, DamagedRowError, DamagedRowWarning, InvalidMessageError, NotFoundError
 from ..messages import message_text, utc_now_iso
-from ..shapes import Messages, SessionRows
+from ..shapes import Message, Messages, Overlay, SearchHits, SessionRows
 from .agents import register_agent_row
 from .context import SessionBlocks
 from .repository import Repository
@@ -66,7 +68,7 @@ def _overlay_from_row(row):
 class SqlSessionCatalog(Repository):
     """Every session of the store, by (tenant, agent, session id)."""
 
-    def find(self, tenant_id, agent_id, session_id):
+    def find(self, tenant_id, agent_id, session_id) -> int | None:
         """The internal key of a session, or None."""
         row = self._one(
             "SELECT pk FROM sessions WHERE tenant_id = ? AND agent_id = ? AND session_id = ?",
@@ -74,7 +76,7 @@ class SqlSessionCatalog(Repository):
         )
         return row["pk"] if row else None
 
-    def ensure(self, tenant_id, agent_id, session_id, metadata=None):
+    def ensure(self, tenant_id, agent_id, session_id, metadata=None) -> int:
         """The key of a session, created (with ``metadata``) when it does not exist yet."""
         with self.transaction() as conn:
             pk = self.find(tenant_id, agent_id, session_id)
@@ -90,11 +92,11 @@ class SqlSessionCatalog(Repository):
             ).fetchone()
             return row[0] if row else self.find(tenant_id, agent_id, session_id)
 
-    def storage(self, pk):
+    def storage(self, pk) -> SqlSessionStorage:
         """The ``SqlSessionStorage`` of the session with internal key ``pk``."""
         return SqlSessionStorage(self._store, pk)
 
-    def list(self, *, tenant_id=None, agent_id=None):
+    def list(self, *, tenant_id=None, agent_id=None) -> SessionRows:
         """Every session with its message count, branch (leaf) count and stored token total."""
         where, params = [], []
         for column, value in (("tenant_id", tenant_id), ("agent_id", agent_id)):
@@ -131,7 +133,7 @@ class SqlSessionCatalog(Repository):
         )
 
     def write(self, tenant_id, agent_id, session_id, *, created_at, updated_at, metadata,
-              cached_prompt, messages, compactions, context_blocks, replace=False):
+              cached_prompt, messages, compactions, context_blocks, replace=False) -> int:
         """Write a complete, already validated session in one transaction (all or nothing)."""
         with self.transaction() as conn:
             existing = self.find(tenant_id, agent_id, session_id)
@@ -191,7 +193,7 @@ class SqlSessionStorage(Repository):
 
     # -- the session row -----------------------------------------------------------------------
 
-    def info(self):
+    def info(self) -> dict:
         row = self._one("SELECT * FROM sessions WHERE pk = ?", (self.pk,))
         if row is None:
             raise NotFoundError(f"session #{self.pk} no longer exists")
@@ -204,24 +206,24 @@ class SqlSessionStorage(Repository):
             "metadata": json.loads(row["metadata"]),
         }
 
-    def set_metadata(self, metadata):
+    def set_metadata(self, metadata) -> None:
         with self.transaction() as conn:
             conn.execute(
                 "UPDATE sessions SET metadata = ?, updated_at = ? WHERE pk = ?",
                 (dumps(metadata), utc_now_iso(), self.pk),
             )
 
-    def status(self):
+    def status(self) -> str | None:
         """The memory manager's status of this session (None: in progress)."""
         row = self._one("SELECT status FROM sessions WHERE pk = ?", (self.pk,))
         return row["status"] if row else None
 
-    def set_status(self, status, updated_at):
+    def set_status(self, status, updated_at) -> None:
         with self.transaction() as conn:
             conn.execute("UPDATE sessions SET status = ?, updated_at = ? WHERE pk = ?",
                          (status, updated_at, self.pk))
 
-    def delete(self):
+    def delete(self) -> None:
         """Remove the session and everything it holds."""
         with self.transaction() as conn:
             conn.execute("DELETE FROM sessions WHERE pk = ?", (self.pk,))
@@ -232,7 +234,7 @@ class SqlSessionStorage(Repository):
 
     # -- messages -----------------------------------------------------------------------------
 
-    def append(self, message, parent=LATEST_LEAF):
+    def append(self, message, parent=LATEST_LEAF) -> Message:
         """Store a normalized message (with ``tokens``) under ``parent``; a repeated id is a no-op.
 
         Parent resolution and the insert share one write transaction, so two processes appending
@@ -263,7 +265,7 @@ class SqlSessionStorage(Repository):
             insert_as_latest(conn, self._store, pk, message, parent)
         return dict(message, parent_id=parent)
 
-    def get(self, message_id):
+    def get(self, message_id) -> Message | None:
         """The stored message, None when there is none, DamagedRowError when its row is unreadable."""
         row = self._one(
             f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? AND id = ?", (self.pk, message_id)
@@ -291,7 +293,7 @@ class SqlSessionStorage(Repository):
                               DamagedRowWarning, stacklevel=5)
         return messages
 
-    def latest_leaf_id(self):
+    def latest_leaf_id(self) -> str | None:
         row = self._one("SELECT latest_message_id FROM sessions WHERE pk = ?", (self.pk,))
         return row["latest_message_id"] if row else None
 
@@ -303,7 +305,7 @@ class SqlSessionStorage(Repository):
             {"pk": self.pk, "now": utc_now_iso()},
         )
 
-    def path(self, leaf_id):
+    def path(self, leaf_id) -> Messages:
         """Messages from the root down to ``leaf_id`` (a recursive walk up the parent links)."""
         rows = self._all(
             f"""{_PATH}
@@ -313,7 +315,7 @@ class SqlSessionStorage(Repository):
         )
         return self._messages(rows)
 
-    def path_stats(self, leaf_id):
+    def path_stats(self, leaf_id) -> tuple[int, int]:
         """(length, stored token sum) of the path ending at ``leaf_id``, without loading messages."""
         row = self._one(
             f"""{_PATH}
@@ -323,7 +325,7 @@ class SqlSessionStorage(Repository):
         )
         return row["length"], row["tokens"]
 
-    def children(self, message_id):
+    def children(self, message_id) -> Messages:
         """The messages under ``message_id`` (None: the roots), oldest first."""
         # Two spellings rather than "IS ?": PostgreSQL's IS NOT DISTINCT FROM cannot use an index.
         parent = "parent_id IS NULL" if message_id is None else "parent_id = ?"
@@ -333,7 +335,7 @@ class SqlSessionStorage(Repository):
         )
         return self._messages(rows)
 
-    def child_counts(self):
+    def child_counts(self) -> dict[str, int]:
         """{message id: number of children} for every message that has children."""
         rows = self._all(
             "SELECT parent_id, COUNT(*) AS n FROM messages WHERE session_pk = ? AND parent_id IS NOT NULL"
@@ -342,7 +344,7 @@ class SqlSessionStorage(Repository):
         )
         return {r["parent_id"]: r["n"] for r in rows}
 
-    def newest_leaf_under(self, message_id):
+    def newest_leaf_under(self, message_id) -> str | None:
         """The newest leaf of the subtree rooted at ``message_id`` (the message itself if it is a leaf)."""
         row = self._one(
             """WITH RECURSIVE below(id, seq) AS (
@@ -355,7 +357,7 @@ class SqlSessionStorage(Repository):
         )
         return row["id"] if row else None
 
-    def leaves(self):
+    def leaves(self) -> Messages:
         """Every childless message, newest first."""
         rows = self._all(
             f"""SELECT {MESSAGE_COLUMNS} FROM messages m WHERE session_pk = ? AND NOT EXISTS
@@ -365,15 +367,15 @@ class SqlSessionStorage(Repository):
         )
         return self._messages(rows)
 
-    def all(self):
+    def all(self) -> Messages:
         """Every message of the session in insertion order (parents before children)."""
         rows = self._all(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? ORDER BY seq", (self.pk,))
         return self._messages(rows)
 
-    def count(self):
+    def count(self) -> int:
         return self._one("SELECT COUNT(*) AS n FROM messages WHERE session_pk = ?", (self.pk,))["n"]
 
-    def update(self, message):
+    def update(self, message) -> Message:
         """Replace role, parts, metadata and tokens of a stored message; its place in the tree stays."""
         with self.transaction() as conn:
             self._lock(conn)
@@ -391,7 +393,7 @@ class SqlSessionStorage(Repository):
             )
         return dict(message, parent_id=current["parent_id"])
 
-    def delete_messages(self, message_ids):
+    def delete_messages(self, message_ids) -> int:
         """Remove messages, re-attaching their children to their parents (the tree stays connected).
 
         Overlays that start or end at a removed message can never apply again and go too.
@@ -419,7 +421,7 @@ class SqlSessionStorage(Repository):
             self._reset_latest(conn)
         return removed
 
-    def clear(self):
+    def clear(self) -> int:
         """Remove every message, overlay and skill activation; returns the number of messages."""
         with self.transaction() as conn:
             self._lock(conn)
@@ -429,13 +431,13 @@ class SqlSessionStorage(Repository):
             self._reset_latest(conn)
         return removed
 
-    def search(self, query, *, tenant_id, limit=20, roles=None):
+    def search(self, query, *, tenant_id, limit=20, roles=None) -> SearchHits:
         """``store.search`` within this session (``tenant_id`` is the session's own)."""
         return self._store.search(query, tenant_id=tenant_id, limit=limit, session_pk=self.pk, roles=roles)
 
     # -- compaction overlays -------------------------------------------------------------------
 
-    def add_overlay(self, summary, from_id, to_id, metadata=None):
+    def add_overlay(self, summary, from_id, to_id, metadata=None) -> Overlay:
         """Store an overlay; ``from_id`` must be ``to_id`` or one of its ancestors."""
         pk = self.pk
         with self.transaction() as conn:
@@ -458,15 +460,15 @@ class SqlSessionStorage(Repository):
             )
             return self.get_overlay(overlay_id)
 
-    def get_overlay(self, overlay_id):
+    def get_overlay(self, overlay_id) -> Overlay | None:
         row = self._one("SELECT * FROM compactions WHERE session_pk = ? AND id = ?", (self.pk, overlay_id))
         return _overlay_from_row(row) if row else None
 
-    def overlays(self):
+    def overlays(self) -> list[Overlay]:
         rows = self._all("SELECT * FROM compactions WHERE session_pk = ? ORDER BY id", (self.pk,))
         return [_overlay_from_row(r) for r in rows]
 
-    def delete_overlay(self, overlay_id):
+    def delete_overlay(self, overlay_id) -> None:
         with self.transaction() as conn:
             deleted = conn.execute(
                 "DELETE FROM compactions WHERE session_pk = ? AND id = ?", (self.pk, overlay_id)

@@ -5,10 +5,14 @@ can share it. Several processes can open the same file: WAL lets readers run bes
 every write starts with ``BEGIN IMMEDIATE`` under a busy timeout, so writers queue instead of
 failing (which is also why session writes need no row locks here). Search is FTS5.
 """
+from __future__ import annotations
+
 import sqlite3
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import StoreBusyError, StoreError
 from .core import SNIPPET_MARKS, SearchEngine, Store, unstorable
@@ -16,6 +20,10 @@ from .ddl import SQLiteDDL
 from .fts import FullText, fts_query
 from .integrity import SQLiteIntegrity
 from .migrations import migrate
+from .schema import sqlite_json_words
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 _FAULTS = (
     # The start of SQLite's message: what it says about the file, and what to do.
@@ -90,7 +98,7 @@ class SQLiteStore(Store):
             migrate(SQLiteDDL(self._conn))
 
     @property
-    def db(self):
+    def db(self) -> sqlite_utils.Database:
         """The file as a ``sqlite_utils.Database`` for inspection (tables, counts, ad-hoc queries).
 
         Built on first use: sqlite-utils imports pandas when it is installed, which would double
@@ -102,12 +110,12 @@ class SQLiteStore(Store):
             self._db = sqlite_utils.Database(self._conn)
         return self._db
 
-    def close(self):
+    def close(self) -> None:
         with self._lock:
             self._conn.close()
 
     @contextmanager
-    def transaction(self):
+    def transaction(self) -> Iterator[sqlite3.Connection]:
         """A write transaction (``BEGIN IMMEDIATE``); nested calls join the outer one."""
         with self._lock:
             if self._conn.in_transaction:
@@ -125,7 +133,7 @@ class SQLiteStore(Store):
                 raise
 
     @contextmanager
-    def snapshot(self):
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
         """A read transaction: several SELECTs see one consistent state of the file."""
         with self._lock:
             if self._conn.in_transaction:
@@ -188,10 +196,7 @@ class SQLiteStore(Store):
     def _json_values(expression, alias):
         return f"json_each({expression}) AS {alias}"
 
-    @staticmethod
-    def _json_words(expression):
-        """The scalar values of a JSON text as one text, keys left out (as the memory index takes them)."""
-        return f"COALESCE((SELECT group_concat(atom, ' ') FROM json_tree({expression}) WHERE atom IS NOT NULL), '')"
+    _json_words = staticmethod(sqlite_json_words)
 
     @staticmethod
     def _glob(column, parameter):
