@@ -31,7 +31,7 @@ with records_tab:
     if not records:
         st.info("No records here yet. They appear after chat turns when the chat uses long-term memory, "
                 "or add one by hand.")
-    table = to_dataframe(records)
+    table = to_dataframe(records).fillna({"session_id": ""})  # a global record belongs to no session
     table["provenance"] = [", ".join(p.get("message_ids", [])) or p.get("source", "") for p in table["provenance"]]
     event = st.dataframe(
         table.drop(columns=["body", "created_at"]), hide_index=True, width="stretch", on_select="rerun",
