@@ -14,6 +14,8 @@ from memorylab.llm.chat import ChatRunner, chat_errors  # noqa: E402  (after the
 from memorylab.memory.longterm import LongTermMemory  # noqa: E402
 from memorylab.lab.samples import LONGTERM_WORKSPACE  # noqa: E402
 
+SHOWN_MESSAGES = 50  # a branch's newest messages drawn at first; earlier ones load on request, as many again
+
 model = st.session_state["model"]
 leaf_id = active_leaf(session)
 chat_column, side_column = st.columns([3, 2], gap="large")
@@ -86,8 +88,21 @@ def run_turn(make_stream):
 with chat_column:
     st.title("Chat")
     history = session.get_history(leaf_id)
-    st.caption(f"Branch ending at `{leaf_id}` · {len(history)} messages shown · model `{model}`")
-    for message in history:
+    # A long branch draws only its newest messages: Streamlit pays for every element on every rerun.
+    window_key = f"chat_window_{session.session_id}_{leaf_id}"
+    shown = st.session_state.get(window_key, SHOWN_MESSAGES)
+    focus = st.session_state.pop("focus_message", None)  # opened from Search: draw back to that message
+    position = next((i for i, m in enumerate(history) if m["id"] == focus), None)
+    if position is not None:
+        shown = st.session_state[window_key] = max(shown, len(history) - position)
+    shown = min(shown, len(history))
+    st.caption(f"Branch ending at `{leaf_id}` · {shown} of {len(history)} messages shown · model `{model}`")
+    if shown < len(history):
+        earlier = min(SHOWN_MESSAGES, len(history) - shown)
+        if st.button(f"Show {earlier} earlier messages", key="chat_earlier", icon="⬆️"):
+            st.session_state[window_key] = shown + earlier
+            st.rerun()
+    for message in history[len(history) - shown:]:
         if is_summary_message(message):
             with st.chat_message("assistant", avatar="🗜️"):
                 covered = message["metadata"]["compaction"]["covered_messages"]

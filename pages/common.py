@@ -238,11 +238,13 @@ def link_to(page, label, icon):
         st.caption(f"{icon} {label}: open it from the app's navigation.")
 
 
-def open_in_tree(ref, message_id, session):
-    """Select the branch that shows ``message_id`` and go to the Tree page."""
+def open_message(ref, message_id, session, page="tree"):
+    """Select the branch that shows ``message_id`` and go to the Tree or the Chat page; the Chat page
+    draws its branch back to that message (``focus_message``) however long the branch is."""
     select_session(ref)
     select_leaf(session.get_leaf_for(message_id))
+    st.session_state["focus_message"] = message_id
     try:
-        st.switch_page("pages/tree.py")
+        st.switch_page(f"pages/{page}.py")
     except st.errors.StreamlitAPIException:  # the page runs on its own, outside the app's navigation
-        st.info("Selected. Open the Tree page to see the message on its branch.")
+        st.info(f"Selected. Open the {page.capitalize()} page to see the message on its branch.")

@@ -5,7 +5,7 @@ import streamlit as st
 from memorylab import MemoryLabError, Session, to_dataframe
 from memorylab.memory.longterm import LongTermMemory
 from memorylab.lab.samples import LONGTERM_WORKSPACE
-from pages.common import completion_settings, escape_markdown, open_in_tree, setup_page
+from pages.common import completion_settings, escape_markdown, open_message, setup_page
 
 store, session = setup_page("Long-term memory")
 st.title("Long-term memory")
@@ -49,7 +49,7 @@ with records_tab:
             source = [r for r in store.sessions.list() if r["session_id"] == chosen["session_id"]]
             if source and st.button(f"Open the source message {message_ids[0]} in the tree"):
                 ref = (source[0]["tenant_id"], source[0]["agent_id"], chosen["session_id"])
-                open_in_tree(ref, message_ids[0], Session.open(store, ref[2], tenant_id=ref[0], agent_id=ref[1]))
+                open_message(ref, message_ids[0], Session.open(store, ref[2], tenant_id=ref[0], agent_id=ref[1]))
         with st.form("ltm_edit"):
             summary = st.text_input("Summary", chosen["summary"])
             tags = st.text_input("Tags (comma-separated)", ", ".join(chosen["tags"]))

@@ -2,7 +2,7 @@ import streamlit as st
 
 from memorylab import Session
 from memorylab.store import ALL_TENANTS, SNIPPET_MARKS
-from pages.common import escape_markdown, open_in_tree, setup_page
+from pages.common import escape_markdown, open_message, setup_page
 
 store, session = setup_page("Search")
 st.title("Search")
@@ -37,5 +37,6 @@ for index, hit in enumerate(hits):
                      f"{hit['created_at']}")
         highlighted = escape_markdown(hit["snippet"]).replace(SNIPPET_MARKS[0], "**").replace(SNIPPET_MARKS[1], "**")
         head.markdown(highlighted)
-        if action.button("Open in tree", key=f"open_{index}"):
-            open_in_tree(ref, hit["id"], Session.open(store, ref[2], tenant_id=ref[0], agent_id=ref[1]))
+        for page in ("tree", "chat"):
+            if action.button(f"Open in {page}", key=f"open_{page}_{index}"):
+                open_message(ref, hit["id"], Session.open(store, ref[2], tenant_id=ref[0], agent_id=ref[1]), page)

@@ -5,7 +5,7 @@ from streamlit.testing.v1 import AppTest
 
 from memorylab import KVStore, Memory, Session, Store, load_samples
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, text_message
 
 PAGES = sorted(p.name for p in (ROOT / "pages").glob("*.py") if p.name != "common.py")
 
@@ -108,6 +108,41 @@ def test_chat_turn_with_a_mocked_model_is_stored_and_shown(lab_db):
         assert session.get_message(latest["parent_id"])["parts"][0]["text"] == "Where is my refund?"
 
 
+def test_chat_draws_the_newest_messages_of_a_long_branch_and_loads_earlier_ones_on_request(lab_db):
+    with Store(lab_db) as store:
+        session = Session.create(store, "long-chat")
+        for number in range(260):
+            session.append_message(text_message(f"m{number}", f"message number {number}",
+                                                 "user" if number % 2 == 0 else "assistant"))
+    app = run_page("chat.py", session_ref=("default", "default", "long-chat"))
+    drawn = [m.markdown[0].value for m in app.chat_message]
+    assert drawn == [f"message number {n}" for n in range(210, 260)]
+    assert any("50 of 260 messages shown" in c.value for c in app.caption)
+    app.button(key="chat_earlier").click().run()
+    assert not app.exception
+    assert len(app.chat_message) == 100 and app.chat_message[0].markdown[0].value == "message number 160"
+    for _ in range(4):
+        app.button(key="chat_earlier").click().run()
+    assert len(app.chat_message) == 260 and not [b for b in app.button if b.key == "chat_earlier"]
+
+
+def test_a_message_opened_from_search_is_drawn_by_the_chat_however_far_back_it_is(lab_db):
+    with Store(lab_db) as store:
+        session = Session.create(store, "long-chat")
+        for number in range(120):
+            session.append_message(text_message(f"m{number}", f"message number {number}"))
+    search = run_page("search.py")
+    search.text_input(key="search_query").set_value('"number 7"').run()
+    hit = [c.value for c in search.caption if "`m7`" in c.value]
+    assert hit, [c.value for c in search.caption]
+    index = [c.value for c in search.caption if "· user ·" in c.value].index(hit[0])
+    search.button(key=f"open_chat_{index}").click().run()
+    assert search.session_state["focus_message"] == "m7" and search.session_state["leaf_id"] == "m119"
+    chat = run_page("chat.py", session_ref=("default", "default", "long-chat"), leaf_id="m119", focus_message="m7")
+    drawn = [m.markdown[0].value for m in chat.chat_message]
+    assert drawn[0] == "message number 7" and len(drawn) == 113
+
+
 def test_chat_regenerate_makes_a_sibling_branch(lab_db):
     app = run_page("chat.py", completion_kwargs={"mock_response": "A different answer."})
     store, session = open_lab_session(lab_db, app.session_state["session_ref"])
@@ -165,8 +200,8 @@ def test_search_hit_selects_its_branch(lab_db):
     app = run_page("search.py")
     app.text_input(key="search_query").set_value("Porto").run()
     assert not app.exception
-    assert app.button(key="open_0")
-    app.button(key="open_0").click().run()
+    assert app.button(key="open_chat_0")
+    app.button(key="open_tree_0").click().run()
     ref = app.session_state["session_ref"]
     assert ref[2] == "trip-planning-branches"
     store, session = open_lab_session(lab_db, ref)
