@@ -149,7 +149,7 @@ def serve_lab(target):
         env={**os.environ, "MEMORYLAB_DB": str(target)},
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
+    deadline = time.time() + 120  # a loaded 2-core CI machine has taken over 60 s to start it
     while True:
         try:
             urllib.request.urlopen(url + "/_stcore/health", timeout=2)
