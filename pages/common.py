@@ -13,9 +13,12 @@ import streamlit as st
 
 from memorylab import DamagedRowError, MemoryLabError, Session, Store, load_samples
 from memorylab.lab.samples import with_sample_context
+from memorylab.shapes import SessionRows
 from memorylab.store import is_postgres_url
 
 PREFERRED_SESSION = "support-order-4471"
+PICKER_SIZE = 50
+"""Sessions the sidebar lists at once; a larger store is searched instead of listed."""
 
 
 def database_target():
@@ -32,7 +35,7 @@ def _open_store(target):
     """One Store per database for the whole server. A new SQLite file gets the sample data; a
     PostgreSQL database is shared, so it only gets them when asked."""
     store = Store(target)
-    if not is_postgres_url(target) and not store.sessions.list():
+    if not is_postgres_url(target) and not store.sessions.count():
         load_samples(store)
     return store
 
@@ -90,28 +93,47 @@ def select_leaf(leaf_id):
     st.session_state["leaf_id"] = leaf_id
 
 
+def _session_row(store, ref):
+    """The listing row of one session, or None when it is gone."""
+    rows = store.sessions.list(tenant_id=ref[0], agent_id=ref[1], search=ref[2])
+    return next((row for row in rows if _ref(row) == ref), None)
+
+
 def _session_picker(store):
-    rows = store.sessions.list()
-    if not rows:
+    """The sidebar's session choice. A store with more sessions than ``PICKER_SIZE`` gets a search box:
+    the list shows the newest matches (filtered and paged in SQL), plus the session already chosen."""
+    total = store.sessions.count()
+    if not total:
         st.sidebar.info("No sessions yet.")
         return None
-    refs = [_ref(r) for r in rows]
-    by_ref = {_ref(r): r for r in rows}
+    search = ""
+    if total > PICKER_SIZE:
+        search = st.sidebar.text_input("Find a session", key="session_search", placeholder="id or title",
+                                       help=f"{total:,} sessions: type part of an id or a title, then Enter.")
+    rows = store.sessions.list(search=search.strip() or None, limit=PICKER_SIZE)
     current = st.session_state.get("session_ref")
-    if current not in by_ref:
-        preferred = [r for r in refs if r[2] == PREFERRED_SESSION]
-        select_session((preferred or refs)[0])
-        current = st.session_state["session_ref"]
+    current_row = next((row for row in rows if _ref(row) == current), None)
+    if current_row is None and current is not None:
+        current_row = _session_row(store, current)
+    if current_row is None:
+        current_row = _session_row(store, ("default", "support-bot", PREFERRED_SESSION)) or (
+            rows or store.sessions.list(limit=1))[0]
+        select_session(_ref(current_row))
+        current = _ref(current_row)
+    if current_row not in rows:
+        rows = SessionRows([current_row, *rows])
+    if search and len(rows) > 1:
+        st.sidebar.caption(f"{store.sessions.count(search=search.strip()):,} of {total:,} sessions match.")
 
-    def describe(ref):
-        row = by_ref[ref]
-        title = row["metadata"].get("title") or ref[2]
-        return f"{title} · {row['message_count']} msgs · {row['branch_count']} branches · {row['tokens']:,} tok"
+    def describe(row):
+        title = row["metadata"].get("title") or row["session_id"]
+        return (f"{title} · {row['message_count']} msgs · {row['branch_count']} branches · {row['tokens']:,} tok"
+                f" [{row['session_id']}]")
 
     # Options are plain strings (AppTest and the browser both handle them); each maps back to a ref.
-    labels = {f"{describe(ref)} [{ref[2]}]": ref for ref in refs}
+    labels = {describe(row): _ref(row) for row in rows}
     names = list(labels)
-    choice = st.sidebar.selectbox("Session", names, index=refs.index(current),
+    choice = st.sidebar.selectbox("Session", names, index=list(labels.values()).index(current),
                                   help="Every page shows this session. Its id, agent and tenant are below.")
     chosen = labels[choice]
     if chosen != current:

@@ -63,7 +63,7 @@ class Store:
     # -- what each backend provides ------------------------------------------------------------
     # transaction() / snapshot(): context managers yielding a connection with execute/executemany;
     # _one / _all: single reads; close(); path (safe to show); db; search_engine; _full_text(kind,
-    # query) for search; the expressions _instant, _json_values, _json_words, _glob and
+    # query) for search; the expressions _instant, _json_text, _json_values, _json_words, _glob and
     # _glob_pattern; _NO_LIMIT. It may override _searchable, _FOR_UPDATE, _CHAIN_LATEST, _INTEGRITY
     # and _BULK.
 

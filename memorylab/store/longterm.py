@@ -12,6 +12,7 @@ from ..errors import InvalidInputError
 from ..messages import utc_now_iso
 from ..shapes import MemoryRecord, MemoryRecords
 from .repository import Repository
+from .rows import like_literal
 
 _RECORD_FIELDS = ("summary", "body", "tags", "importance", "scope", "kind", "session_id")
 MATCHES = ("words", "substring")
@@ -32,11 +33,6 @@ def _record_from_row(row):
         "provenance": json.loads(row["provenance"]), "vector_index": json.loads(row["vector_index"]),
         "created_at": row["created_at"], "updated_at": row["updated_at"],
     }
-
-
-def _like_literal(text):
-    """``text`` as a LIKE pattern that matches only itself (``ESCAPE '\\'``)."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _scope_filter(scope, session_id):
@@ -128,7 +124,7 @@ class LongTermRecords(Repository):
         if query and match == "substring":
             if len(query) > MAX_SUBSTRING_CHARS:
                 return []
-            params["fragment"] = f"%{_like_literal(self._store._searchable(query))}%"
+            params["fragment"] = f"%{like_literal(self._store._searchable(query))}%"
             texts = ("r.summary", self._store._json_words("r.body"), self._store._json_words("r.tags"))
             where.append("(" + " OR ".join(f"lower({text}) LIKE lower(:fragment) ESCAPE '\\'" for text in texts) + ")")
         elif query:

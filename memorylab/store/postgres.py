@@ -237,6 +237,10 @@ class PostgresStore(Store):
         return f"CAST({expression} AS timestamptz)"
 
     @staticmethod
+    def _json_text(expression, key):
+        return f"(CAST({expression} AS jsonb) ->> '{key}')"
+
+    @staticmethod
     def _json_values(expression, alias):
         return f"jsonb_array_elements_text(CAST({expression} AS jsonb)) AS {alias}(value)"
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
+from ..shapes import SessionRows
+
 
 class SessionStorage(Protocol):
     """One session's tree of messages, its compaction overlays, status and context rows.
@@ -103,8 +105,13 @@ class SessionCatalog(Protocol):
 
     def storage(self, pk: int) -> SessionStorage: ...
 
-    def list(self, *, tenant_id: str | None = None, agent_id: str | None = None) -> list[dict]:
-        """Sessions, most recently updated first, with ``message_count``, ``branch_count`` and ``tokens``."""
+    def list(self, *, tenant_id: str | None = None, agent_id: str | None = None, search: str | None = None,
+             limit: int | None = None, offset: int = 0) -> SessionRows:
+        """Sessions, most recently updated first, with ``message_count``, ``branch_count`` and ``tokens``;
+        ``search`` matches ids and titles (any case), ``limit``/``offset`` page in the database."""
+
+    def count(self, *, tenant_id: str | None = None, agent_id: str | None = None, search: str | None = None) -> int:
+        """How many sessions ``list`` pages through with the same filters."""
 
     def write(self, tenant_id: str, agent_id: str, session_id: str, *, created_at: str, updated_at: str,
               metadata: dict, cached_prompt: str | None, messages: list[dict], compactions: list[dict],

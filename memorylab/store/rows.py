@@ -56,3 +56,8 @@ def unreadable_message(row):
     except DamagedRowError as error:
         return str(error)
     return None
+
+
+def like_literal(text):
+    """``text`` as a LIKE pattern that matches only itself (with ``ESCAPE '\\'``)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

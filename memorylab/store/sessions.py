@@ -16,7 +16,7 @@ from ..shapes import Message, Messages, Overlay, SearchHits, SessionRows
 from .agents import register_agent_row
 from .context import SessionBlocks
 from .repository import Repository
-from .rows import MESSAGE_COLUMNS, dumps, message_from_row
+from .rows import MESSAGE_COLUMNS, dumps, like_literal, message_from_row
 
 LATEST_LEAF = object()
 """Parent marker for "append under the newest leaf" (the default of ``append``)."""
@@ -96,25 +96,27 @@ class SqlSessionCatalog(Repository):
         """The ``SqlSessionStorage`` of the session with internal key ``pk``."""
         return SqlSessionStorage(self._store, pk)
 
-    def list(self, *, tenant_id=None, agent_id=None) -> SessionRows:
-        """Every session with its message count, branch (leaf) count and stored token total."""
-        where, params = [], []
-        for column, value in (("tenant_id", tenant_id), ("agent_id", agent_id)):
-            if value is not None:
-                where.append(f"s.{column} = ?")
-                params.append(value)
-        # Leaves = messages - messages that are somebody's parent: two index-only aggregates instead
-        # of a child lookup per message (the sidebar runs this on every rerun of every page).
+    def list(self, *, tenant_id=None, agent_id=None, search=None, limit=None, offset=0) -> SessionRows:
+        """Sessions, most recently updated first, with their message count, branch (leaf) count and
+        stored token total. ``search`` keeps those whose id or title holds it (any case); ``limit``
+        and ``offset`` page through them in SQL, so a store of many sessions is never read whole."""
+        where, params = self._filters(tenant_id, agent_id, search)
+        params.update(limit=self._store._NO_LIMIT if limit is None else limit, offset=offset)
+        # The page is chosen first; its counts come from two aggregates over its own messages only.
+        # Leaves = messages - messages that are somebody's parent (index-only, no per-message lookup).
         rows = self._all(
-            f"""SELECT s.*, COALESCE(c.n, 0) AS message_count, CAST(COALESCE(c.tokens, 0) AS BIGINT) AS tokens,
+            f"""WITH chosen AS (
+                SELECT * FROM sessions s {where} ORDER BY s.updated_at DESC, s.pk DESC LIMIT :limit OFFSET :offset
+            )
+            SELECT chosen.*, COALESCE(c.n, 0) AS message_count, CAST(COALESCE(c.tokens, 0) AS BIGINT) AS tokens,
                    COALESCE(c.n, 0) - COALESCE(p.parents, 0) AS branch_count
-            FROM sessions s
-            LEFT JOIN (SELECT session_pk, COUNT(*) AS n, SUM(tokens) AS tokens FROM messages GROUP BY session_pk) c
-                ON c.session_pk = s.pk
+            FROM chosen
+            LEFT JOIN (SELECT session_pk, COUNT(*) AS n, SUM(tokens) AS tokens FROM messages
+                       WHERE session_pk IN (SELECT pk FROM chosen) GROUP BY session_pk) c ON c.session_pk = chosen.pk
             LEFT JOIN (SELECT session_pk, COUNT(DISTINCT parent_id) AS parents FROM messages
-                       WHERE parent_id IS NOT NULL GROUP BY session_pk) p ON p.session_pk = s.pk
-            {"WHERE " + " AND ".join(where) if where else ""}
-            ORDER BY s.updated_at DESC, s.pk DESC""",
+                       WHERE parent_id IS NOT NULL AND session_pk IN (SELECT pk FROM chosen) GROUP BY session_pk) p
+                ON p.session_pk = chosen.pk
+            ORDER BY chosen.updated_at DESC, chosen.pk DESC""",
             params,
         )
         return SessionRows(
@@ -131,6 +133,24 @@ class SqlSessionCatalog(Repository):
             }
             for r in rows
         )
+
+    def count(self, *, tenant_id=None, agent_id=None, search=None) -> int:
+        """How many sessions ``list`` would page through with the same filters."""
+        where, params = self._filters(tenant_id, agent_id, search)
+        return self._one(f"SELECT COUNT(*) AS n FROM sessions s {where}", params)["n"]
+
+    def _filters(self, tenant_id, agent_id, search):
+        where, params = [], {}
+        for column, value in (("tenant_id", tenant_id), ("agent_id", agent_id)):
+            if value is not None:
+                where.append(f"s.{column} = :{column}")
+                params[column] = value
+        if search:
+            title = self._store._json_text("s.metadata", "title")
+            where.append(f"(lower(s.session_id) LIKE :search ESCAPE '\\' OR lower(COALESCE({title}, '')) LIKE :search"
+                         " ESCAPE '\\')")
+            params["search"] = f"%{like_literal(search.lower())}%"
+        return ("WHERE " + " AND ".join(where)) if where else "", params
 
     def write(self, tenant_id, agent_id, session_id, *, created_at, updated_at, metadata,
               cached_prompt, messages, compactions, context_blocks, replace=False) -> int:

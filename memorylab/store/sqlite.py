@@ -193,6 +193,10 @@ class SQLiteStore(Store):
         return f"julianday({expression})"
 
     @staticmethod
+    def _json_text(expression, key):
+        return f"json_extract({expression}, '$.{key}')"
+
+    @staticmethod
     def _json_values(expression, alias):
         return f"json_each({expression}) AS {alias}"
 

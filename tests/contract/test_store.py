@@ -77,3 +77,19 @@ def test_a_failed_write_leaves_nothing_behind(store):
     assert [m["id"] for m in s.get_all_messages()] == ["a"]
     s.append_message(text_message("c", "third"))
     assert [m["id"] for m in s.get_history()] == ["a", "c"]
+
+
+def test_sessions_are_searched_by_id_or_title_and_paged_in_sql(store):
+    for number in range(12):
+        Session.create(store, f"chat-{number:02d}", metadata={"title": f"Order_{number} 100% done" if number % 3 == 0
+                                                               else f"Question {number}"})
+    newest_first = [f"chat-{number:02d}" for number in reversed(range(12))]
+    assert [r["session_id"] for r in store.sessions.list(limit=5)] == newest_first[:5]
+    assert [r["session_id"] for r in store.sessions.list(limit=5, offset=10)] == newest_first[10:]
+    assert [r["session_id"] for r in store.sessions.list(search="ORDER_")] == ["chat-09", "chat-06", "chat-03", "chat-00"]
+    assert [r["session_id"] for r in store.sessions.list(search="100%", limit=2)] == ["chat-09", "chat-06"]
+    assert store.sessions.count(search="100%") == 4 and store.sessions.count(search="Order%") == 0
+    assert [r["session_id"] for r in store.sessions.list(search="chat-1")] == ["chat-11", "chat-10"]
+    assert store.sessions.count() == 12 and store.sessions.count(tenant_id="other") == 0
+    assert store.sessions.list(search="_") == store.sessions.list(search="order_")
+

@@ -56,6 +56,24 @@ def test_session_selection_is_shared_and_survives_page_switches(lab_db):
     assert app.session_state["session_ref"] == ("default", "travel-planner", "trip-planning-branches")
 
 
+def test_a_store_of_many_sessions_is_searched_from_the_sidebar_not_listed(lab_db):
+    with Store(lab_db) as store:
+        for number in range(150):
+            Session.create(store, f"ticket-{number:03d}", agent_id="helpdesk",
+                           metadata={"title": f"Printer jam #{number}" if number == 42 else f"Ticket {number}"})
+    app = run_page("sessions.py")
+    picker = app.sidebar.selectbox[0]
+    assert len(picker.options) == 51  # the newest 50 and the sample session already chosen
+    assert app.session_state["session_ref"][2] == "support-order-4471"
+    app.sidebar.text_input(key="session_search").set_value("printer").run()
+    picker = app.sidebar.selectbox[0]
+    assert [o for o in picker.options if "ticket-042" in o] and len(picker.options) == 2
+    picker.select_index([i for i, o in enumerate(picker.options) if "ticket-042" in o][0]).run()
+    assert not app.exception and app.session_state["session_ref"] == ("default", "helpdesk", "ticket-042")
+    app.sidebar.text_input(key="session_search").set_value("").run()
+    assert "ticket-042" in app.sidebar.selectbox[0].value and len(app.sidebar.selectbox[0].options) == 51
+
+
 def test_context_block_over_budget_shows_the_refusal_and_keeps_the_content(lab_db):
     app = run_page("context_blocks.py")
     area = [t for t in app.text_area if t.key == "text_memory"][0]
