@@ -87,7 +87,7 @@ def run_turn(make_stream):
 
 with chat_column:
     st.title("Chat")
-    history = session.get_history(leaf_id)
+    history = session.compaction_context(leaf_id)  # the branch, read once for the chat, the budget and the request
     # A long branch draws only its newest messages: Streamlit pays for every element on every rerun.
     window_key = f"chat_window_{session.session_id}_{leaf_id}"
     shown = st.session_state.get(window_key, SHOWN_MESSAGES)
@@ -145,7 +145,7 @@ with side_column:
     frozen = session.freeze_system_prompt()
     with st.expander(f"Frozen system prompt ({len(frozen):,} characters)"):
         st.code(frozen or "(no context blocks)", language=None, wrap_lines=True)
-    estimate = session.estimate_context_tokens(leaf_id)
+    estimate = history.tokens()
     threshold = st.number_input("Compaction threshold (tokens)", 100, 1_000_000, 6000, step=500, key="chat_threshold")
     st.progress(min(estimate / threshold, 1.0),
                 text=f"{estimate:,} estimated tokens of {threshold:,} ({estimate / threshold:.0%})")
@@ -155,13 +155,13 @@ with side_column:
         from memorylab.llm.models import count_tokens
 
         with st.spinner("Counting…"):
-            request = runner.build_request(leaf_id)
+            request = runner.build_request(leaf_id, history=history)
             counted = count_tokens(request["messages"], model, tools=request["tools"])
         st.metric(f"Counted ({counted['source']})", f"{counted['tokens']:,}",
                   delta=f"{estimate - counted['tokens']:+,} estimate drift", delta_color="off", help=counted["note"])
     sent = st.session_state.get("last_request") or {}
     request = sent.get("request") if sent.get("session") == session.session_id else None
-    request = request or runner.build_request(leaf_id)
+    request = request or runner.build_request(leaf_id, history=history)
     if request.get("memories"):
         with st.expander(f"Long-term memories injected ({len(request['memories'])})"):
             for memory in request["memories"]:

@@ -93,10 +93,10 @@ def select_leaf(leaf_id):
     st.session_state["leaf_id"] = leaf_id
 
 
-def _session_row(store, ref):
+def session_row(store, ref):
     """The listing row of one session, or None when it is gone."""
-    rows = store.sessions.list(tenant_id=ref[0], agent_id=ref[1], search=ref[2])
-    return next((row for row in rows if _ref(row) == ref), None)
+    rows = store.sessions.list(tenant_id=ref[0], agent_id=ref[1], session_id=ref[2])
+    return rows[0] if rows else None
 
 
 def _session_picker(store):
@@ -114,9 +114,9 @@ def _session_picker(store):
     current = st.session_state.get("session_ref")
     current_row = next((row for row in rows if _ref(row) == current), None)
     if current_row is None and current is not None:
-        current_row = _session_row(store, current)
+        current_row = session_row(store, current)
     if current_row is None:
-        current_row = _session_row(store, ("default", "support-bot", PREFERRED_SESSION)) or (
+        current_row = session_row(store, ("default", "support-bot", PREFERRED_SESSION)) or (
             rows or store.sessions.list(limit=1))[0]
         select_session(_ref(current_row))
         current = _ref(current_row)
@@ -265,7 +265,8 @@ def open_message(ref, message_id, session, page="tree"):
     draws its branch back to that message (``focus_message``) however long the branch is."""
     select_session(ref)
     select_leaf(session.get_leaf_for(message_id))
-    st.session_state["focus_message"] = message_id
+    if page == "chat":
+        st.session_state["focus_message"] = message_id
     try:
         st.switch_page(f"pages/{page}.py")
     except st.errors.StreamlitAPIException:  # the page runs on its own, outside the app's navigation

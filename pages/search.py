@@ -2,7 +2,7 @@ import streamlit as st
 
 from memorylab import Session
 from memorylab.store import ALL_TENANTS, SNIPPET_MARKS
-from pages.common import escape_markdown, open_message, setup_page
+from pages.common import escape_markdown, open_message, session_row, setup_page
 
 store, session = setup_page("Search")
 st.title("Search")
@@ -26,8 +26,15 @@ hits = store.search(query, tenant_id=ALL_TENANTS if scope == "All tenants" else 
                     limit=int(limit), roles=roles or None,
                     session_pk=session.pk if scope == "Selected session" and session else None)
 st.write(f"**{len(hits)}** hit{'s' if len(hits) != 1 else ''}")
-titles = {(r["tenant_id"], r["agent_id"], r["session_id"]): r["metadata"].get("title") or r["session_id"]
-          for r in store.sessions.list()}
+
+
+def title_of(ref):
+    row = session_row(store, ref)
+    return (row and row["metadata"].get("title")) or ref[2]
+
+
+# Only the sessions the hits come from are read, however many the store holds.
+titles = {ref: title_of(ref) for ref in dict.fromkeys((h["tenant_id"], h["agent_id"], h["session_id"]) for h in hits)}
 for index, hit in enumerate(hits):
     ref = (hit["tenant_id"], hit["agent_id"], hit["session_id"])
     with st.container(border=True):

@@ -13,9 +13,9 @@ from ..errors import InvalidInputError
 from ..messages import is_tool_part, message_text
 from .overlays import is_summary_message
 from ..shapes import Message, Messages
-from ..tokens import compact_json, estimate_message_tokens
+from ..tokens import compact_json, estimate_message_tokens, estimate_string_tokens
 from .truncation import truncate_text
-from ..validation import check_counts
+from ..validation import check_counts, is_number
 
 SUMMARY_SECTIONS = ("Topic", "Key Points", "Current State", "Open Items")
 MIN_TARGET_SUMMARY_TOKENS = 100
@@ -70,13 +70,30 @@ class CompactionContext(Messages):
     """
 
     def __init__(self, history=(), *, system_prompt="", blocks=(), leaf_id=None, token_counter=None):
+        """``blocks`` may be a function returning them: they are read only when asked for, so an
+        append that checks the threshold does not render every block."""
         super().__init__(history)
         self.system_prompt = system_prompt
-        self.blocks = list(blocks)
+        self._blocks = blocks
         self.leaf_id = leaf_id
         self.token_counter = token_counter
         """The counter the session was told to use (``compact_after``); the compaction planner
         uses it for its boundaries when it has none of its own."""
+
+    @property
+    def blocks(self) -> list[dict]:
+        if callable(self._blocks):
+            self._blocks = self._blocks()
+        return list(self._blocks)
+
+    def tokens(self) -> int | float:
+        """The size of everything the context holds: ``token_counter(self)`` when there is one (an
+        answer that is no finite number counts 0, so a broken counter never triggers compaction),
+        else the messages' stored estimates plus the system prompt's."""
+        if self.token_counter is not None:
+            counted = self.token_counter(self)
+            return counted if is_number(counted) else 0
+        return sum(message["tokens"] for message in self) + estimate_string_tokens(self.system_prompt)
 
 
 @dataclass(frozen=True)

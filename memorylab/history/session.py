@@ -19,9 +19,9 @@ from .overlays import apply_overlays, visible_overlays
 from ..shapes import Message, Messages, Overlay, SearchHits
 from ..store import LATEST_LEAF
 from ..store.protocols import SessionStorage
-from ..tokens import estimate_message_tokens, estimate_string_tokens
+from ..tokens import estimate_message_tokens
 from .truncation import ROW_SIZE_LIMIT_BYTES, enforce_row_size_limit
-from ..validation import check_identifier, check_integer, is_number
+from ..validation import check_identifier, check_integer
 
 COMPACTION_STATUS_KEY = "memorylab.compaction"
 # After an automatic compaction found nothing to do, wait until the history has grown this much
@@ -29,18 +29,6 @@ COMPACTION_STATUS_KEY = "memorylab.compaction"
 AUTO_COMPACT_RETRY_GROWTH = 0.25
 
 logger = logging.getLogger(__name__)
-
-
-def _finite_count(value):
-    """A custom token counter's answer as a count: NaN, infinity or a non-number counts as 0, so a
-    broken counter never pushes the context over a threshold."""
-    return value if is_number(value) else 0
-
-
-def _context_tokens(context):
-    if context.token_counter is not None:
-        return _finite_count(context.token_counter(context))
-    return sum(message["tokens"] for message in context) + estimate_string_tokens(context.system_prompt)
 
 
 class Session:
@@ -370,14 +358,14 @@ class Session:
         leaf_id = leaf_id or self.storage.latest_leaf_id()
         return CompactionContext(
             self.get_history(leaf_id) if leaf_id else [], system_prompt=self.context.current_prompt(),
-            blocks=self.get_context_blocks(), leaf_id=leaf_id,
+            blocks=self.get_context_blocks, leaf_id=leaf_id,
             token_counter=token_counter or self._compact_token_counter,
         )
 
     def estimate_context_tokens(self, leaf_id=None, *, token_counter=None) -> int | float:
         """What a request would hold, in tokens: ``token_counter(context)`` when one is given (here or
         to ``compact_after``), else the stored estimates of the overlaid history plus the system prompt."""
-        return _context_tokens(self.compaction_context(leaf_id, token_counter=token_counter))
+        return self.compaction_context(leaf_id, token_counter=token_counter).tokens()
 
     def compact(self, leaf_id=None) -> Overlay | None:
         """Run the registered compaction on the branch ending at ``leaf_id`` (default: latest leaf).
@@ -431,7 +419,7 @@ class Session:
     def _maybe_auto_compact(self, leaf_id):
         try:
             context = self.compaction_context(leaf_id)
-            estimate = _context_tokens(context)
+            estimate = context.tokens()
             if estimate <= self._compact_threshold:
                 return
             if self._auto_compact_skip_below is not None and estimate < self._auto_compact_skip_below:

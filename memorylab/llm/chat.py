@@ -105,14 +105,15 @@ class ChatRunner:
 
     # -- the request ---------------------------------------------------------------------------
 
-    def build_request(self, leaf_id=None) -> dict:
+    def build_request(self, leaf_id=None, *, history=None) -> dict:
         """What a turn ending at ``leaf_id`` sends: ``{"model", "messages", "tools", "memories"}``.
 
         ``build_request`` of the session, with long-term memories recalled for the leaf's text
         when the leaf is a user message. Nothing is stored or sent.
         """
         memories = self._recall(leaf_id)
-        request = build_request(self.session, leaf_id, history_window=self.history_window, memories=memories)
+        request = build_request(self.session, leaf_id, history=history, history_window=self.history_window,
+                                memories=memories)
         return {"model": self.model, **request, "memories": memories}
 
     def _recall(self, leaf_id):
@@ -261,14 +262,16 @@ class _Turn:
         return metadata
 
 
-def build_request(session, leaf_id=None, *, history_window=None, memories=()) -> dict:
+def build_request(session, leaf_id=None, *, history=None, history_window=None, memories=()) -> dict:
     """The messages and tools a turn ending at ``leaf_id`` (default: the newest leaf) sends.
 
     ``{"messages", "tools"}``: the frozen system prompt (left out when empty), ``memories`` as a
     second system message (the first stays byte-identical, so the provider's prefix cache holds),
     then the overlaid history, cut to its last ``history_window`` messages and micro-compacted.
+    ``history`` is that overlaid history when the caller has already read it.
     """
-    history = session.get_history(leaf_id)
+    if history is None:
+        history = session.get_history(leaf_id)
     if history_window:
         history = _recent(history, history_window)
     messages = []

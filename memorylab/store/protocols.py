@@ -105,8 +105,8 @@ class SessionCatalog(Protocol):
 
     def storage(self, pk: int) -> SessionStorage: ...
 
-    def list(self, *, tenant_id: str | None = None, agent_id: str | None = None, search: str | None = None,
-             limit: int | None = None, offset: int = 0) -> SessionRows:
+    def list(self, *, tenant_id: str | None = None, agent_id: str | None = None, session_id: str | None = None,
+             search: str | None = None, limit: int | None = None, offset: int = 0) -> SessionRows:
         """Sessions, most recently updated first, with ``message_count``, ``branch_count`` and ``tokens``;
         ``search`` matches ids and titles (any case), ``limit``/``offset`` page in the database."""
 

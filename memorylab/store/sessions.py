@@ -96,11 +96,13 @@ class SqlSessionCatalog(Repository):
         """The ``SqlSessionStorage`` of the session with internal key ``pk``."""
         return SqlSessionStorage(self._store, pk)
 
-    def list(self, *, tenant_id=None, agent_id=None, search=None, limit=None, offset=0) -> SessionRows:
+    def list(self, *, tenant_id=None, agent_id=None, session_id=None, search=None, limit=None,
+             offset=0) -> SessionRows:
         """Sessions, most recently updated first, with their message count, branch (leaf) count and
-        stored token total. ``search`` keeps those whose id or title holds it (any case); ``limit``
-        and ``offset`` page through them in SQL, so a store of many sessions is never read whole."""
-        where, params = self._filters(tenant_id, agent_id, search)
+        stored token total. ``session_id`` picks one by its id; ``search`` keeps those whose id or title
+        holds it (any case); ``limit`` and ``offset`` page through them in SQL, so a store of many
+        sessions is never read whole."""
+        where, params = self._filters(tenant_id, agent_id, session_id, search)
         params.update(limit=self._store._NO_LIMIT if limit is None else limit, offset=offset)
         # The page is chosen first; its counts come from two aggregates over its own messages only.
         # Leaves = messages - messages that are somebody's parent (index-only, no per-message lookup).
@@ -136,12 +138,12 @@ class SqlSessionCatalog(Repository):
 
     def count(self, *, tenant_id=None, agent_id=None, search=None) -> int:
         """How many sessions ``list`` would page through with the same filters."""
-        where, params = self._filters(tenant_id, agent_id, search)
+        where, params = self._filters(tenant_id, agent_id, None, search)
         return self._one(f"SELECT COUNT(*) AS n FROM sessions s {where}", params)["n"]
 
-    def _filters(self, tenant_id, agent_id, search):
+    def _filters(self, tenant_id, agent_id, session_id, search):
         where, params = [], {}
-        for column, value in (("tenant_id", tenant_id), ("agent_id", agent_id)):
+        for column, value in (("tenant_id", tenant_id), ("agent_id", agent_id), ("session_id", session_id)):
             if value is not None:
                 where.append(f"s.{column} = :{column}")
                 params[column] = value
