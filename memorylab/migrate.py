@@ -27,7 +27,7 @@ from .store import ALL_TENANTS, Store, is_postgres_url
 from .store.bulk import TABLES, table_columns
 
 BATCH = 1000
-"""Rows per read and per ``executemany``."""
+"""Rows per read, and per write of a table's rows."""
 
 EXAMPLES = 5
 """How many differing sessions a failed verification names."""

@@ -4,10 +4,12 @@ Each ``check_*`` returns the value it accepts, or raises InvalidInputError namin
 what it must be and what it got. All functions here are pure.
 """
 import math
+import re
 
 from .errors import InvalidInputError
 
 MAX_ID_LENGTH = 200
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def is_integer(value):
@@ -60,7 +62,7 @@ def check_identifier(value, what, error=InvalidInputError):
         raise error(f"{what} must be a non-empty string, got {value!r}")
     if len(value) > MAX_ID_LENGTH:
         raise error(f"{what} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+    if _CONTROL_CHARACTER.search(value):
         raise error(f"{what} {value!r} contains control characters")
     if not value.isascii() and any("\ud800" <= c <= "\udfff" for c in value):
         raise error(f"{what} {value!r} contains an unpaired surrogate and cannot be stored as UTF-8")

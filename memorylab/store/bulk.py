@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from ..messages import message_text
 from . import schema
-from .repository import Repository
+from .repository import Repository, insert_rows
 
 TABLES = {table.name: (table.key, table.other_columns) for table in schema.TABLES}
 """``{table: (primary key, the other columns)}``; parents come before the tables that reference them."""
@@ -59,9 +59,7 @@ class BulkCopy(Repository):
             rows = [(*row[:text_at], self._search_copy(row[parts_at], row[text_at]), *row[text_at + 1:])
                     for row in rows]
         with self.transaction() as conn:
-            conn.executemany(
-                f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows
-            )
+            insert_rows(conn, table, columns, rows)
         return rows
 
     def _search_copy(self, parts, text):
