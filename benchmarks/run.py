@@ -84,6 +84,7 @@ class Config:
     pg_append_repetitions: int
     pg_stored: int
     model_repetitions: int
+    imported_messages: int
 
     def sized(self, count, full):
         """A workload size for the table, saying when --quick shrank it."""
@@ -94,12 +95,12 @@ FULL = Config(appends=10_000, append_batch=250, append_repetitions=5, read_repet
               stored_small=1_000, stored_large=100_000, scaling_appends=2_000, search_rounds=5,
               kv_entries=10_000, kv_repetitions=5, tree_nodes=2_000, figure_repetitions=5,
               import_repetitions=7, app_repetitions=5, pg_appends=2_000, pg_append_repetitions=3,
-              pg_stored=20_000, model_repetitions=3)
+              pg_stored=20_000, model_repetitions=3, imported_messages=100_000)
 QUICK = Config(appends=2_000, append_batch=250, append_repetitions=3, read_repetitions=5,
                stored_small=1_000, stored_large=20_000, scaling_appends=1_000, search_rounds=3,
                kv_entries=2_000, kv_repetitions=3, tree_nodes=2_000, figure_repetitions=3,
                import_repetitions=5, app_repetitions=3, pg_appends=1_000, pg_append_repetitions=2,
-               pg_stored=5_000, model_repetitions=1)
+               pg_stored=5_000, model_repetitions=1, imported_messages=20_000)
 
 
 @dataclass
@@ -749,6 +750,46 @@ def bench_tree_figure(config, workdir):
                          f"memorylab.lab.viz.tree_figure of a {config.tree_nodes:,}-message session with branches")]
 
 
+MESSAGES_PER_CONVERSATION = 100
+
+
+def bench_import(config, workdir):
+    """Importing other systems' memory: OpenAI chat messages as JSONL, one conversation per line, and
+    an OpenAI Agents SDK SQLiteSession database written by the SDK itself, each into an empty store."""
+    messages = openai_messages(config.imported_messages)
+    conversations = batched(messages, MESSAGES_PER_CONVERSATION)
+    jsonl = workdir / "conversations.jsonl"
+    with open(jsonl, "w", encoding="utf-8") as file:
+        for number, conversation in enumerate(conversations):
+            file.write(json.dumps({"id": f"c{number}", "messages": conversation}) + "\n")
+    workload = (f"{len(messages):,} messages in {len(conversations):,} conversations into an empty SQLite store"
+                f"{'' if config.imported_messages == FULL.imported_messages else ' (--quick)'}")
+    rows = [absolute_row("import.jsonl", timed_import(jsonl, workdir / "jsonl.db"), 10.0,
+                         f"memorylab import of OpenAI chat JSONL, {workload}")]
+    if SQLiteSession is None:
+        return rows + [skipped_row("import.agents_sdk", 1.0, "memorylab import of an SQLiteSession database",
+                                   "target 10 s")]
+    sdk_db = workdir / "agents.db"
+    asyncio.run(write_sdk_sessions(sdk_db, conversations))
+    rows.append(absolute_row("import.agents_sdk", timed_import(sdk_db, workdir / "sdk.db"), 10.0,
+                             f"memorylab import of an Agents SDK SQLiteSession database, {workload}"))
+    return rows
+
+
+def timed_import(source, target):
+    from memorylab.importers import import_source
+
+    with Store(target) as store:
+        return timed(import_source, store, source)
+
+
+async def write_sdk_sessions(path, conversations):
+    for number, conversation in enumerate(conversations):
+        session = SQLiteSession(f"c{number}", str(path))
+        await session.add_items(conversation)
+        session.close()
+
+
 IMPORT_PROBE = """
 import sys, time
 started = time.perf_counter()
@@ -869,6 +910,7 @@ BENCHMARKS = {
     "kv": bench_kv,
     "tree_figure": bench_tree_figure,
     "startup": bench_startup,
+    "import": bench_import,
     "local_model": bench_local_model,
 }
 

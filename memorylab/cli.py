@@ -7,7 +7,8 @@ from pathlib import Path
 
 from .check import check_database
 from .errors import MemoryLabError
-from .io import export_session, import_session, read_export, write_export
+from .importers import FORMATS, detect_format, import_source, memorylab_export, source_format
+from .io import export_session, write_export
 from .migrate import copy_store
 from .lab.samples import load_samples
 from .history.session import Session
@@ -39,12 +40,16 @@ def build_parser():
     demo = command("demo", help="create a database holding the sample conversations")
     demo.add_argument("--replace", action="store_true", help="overwrite sample sessions that exist")
 
-    imp = command("import", help="import a session export (JSON)")
-    imp.add_argument("file", help="export file written by 'memorylab export'")
-    imp.add_argument("--session-id", help="store it under this id instead of the id in the file")
-    imp.add_argument("--tenant", help="store it under this tenant instead of the file's")
-    imp.add_argument("--agent", help="store it under this agent instead of the file's")
-    imp.add_argument("--replace", action="store_true", help="replace a session with the same id")
+    imp = command("import", help="import agent memory from a file: " + "; ".join(f.label for f in FORMATS.values()))
+    imp.add_argument("file", metavar="PATH", help="the file to import (its format is told by its content)")
+    imp.add_argument("--format", default="auto", choices=["auto", *FORMATS],
+                     help="read the file as this format instead of detecting it")
+    imp.add_argument("--tenant", help="store the sessions under this tenant (default: the file's, else 'default')")
+    imp.add_argument("--agent", help="store the sessions under this agent (default: the format's name; a memorylab "
+                                     "export keeps its own)")
+    imp.add_argument("--dry-run", action="store_true", help="write nothing; report what the import would add")
+    imp.add_argument("--session-id", help="a memorylab export only: store it under this id instead of the file's")
+    imp.add_argument("--replace", action="store_true", help="a memorylab export only: replace a session with its id")
 
     exp = command("export", help="export one session, all branches and overlays, as JSON")
     exp.add_argument("session_id")
@@ -77,9 +82,20 @@ def _demo(store, args):
 
 
 def _import(store, args):
-    session = import_session(store, read_export(args.file), session_id=args.session_id,
-                             tenant_id=args.tenant, agent_id=args.agent, replace=args.replace)
-    print(f"imported {session.session_id} (agent {session.agent_id}): {session.stats()['messages']} messages")
+    chosen = detect_format(args.file) if args.format == "auto" else source_format(args.format)
+    if chosen is memorylab_export.FORMAT:
+        report = memorylab_export.import_export(store, args.file, agent_id=args.agent, tenant_id=args.tenant,
+                                                session_id=args.session_id, replace=args.replace,
+                                                dry_run=args.dry_run)
+    elif args.session_id or args.replace:
+        raise MemoryLabError(f"--session-id and --replace apply to a memorylab export; {args.file} is "
+                             f"{chosen.label}, whose sessions keep their ids and are merged, never replaced")
+    else:
+        report = import_source(store, args.file, format=chosen.name, agent_id=args.agent, tenant_id=args.tenant,
+                               dry_run=args.dry_run, progress=lambda done: _show_progress("messages read", done))
+        if sys.stderr.isatty():
+            print(file=sys.stderr)
+    print(report)
 
 
 def _export(store, args):
@@ -115,9 +131,10 @@ def _check(store, args):
 COMMANDS = {"demo": _demo, "import": _import, "export": _export, "stats": _stats, "check": _check}
 
 
-def _show_progress(step, done, total):
-    """One line per table on stderr; on a terminal the line counts up while the table is copied."""
-    line = f"{step}: {done:,} of {total:,}"
+def _show_progress(step, done, total=None):
+    """A line on stderr per table copied; on a terminal it counts up while the table is copied (or,
+    without a total, while a file is read)."""
+    line = f"{step}: {done:,}" + (f" of {total:,}" if total is not None else "")
     if sys.stderr.isatty():
         print("\r" + line, end="\n" if done == total else "", file=sys.stderr, flush=True)
     elif done == total:

@@ -205,6 +205,8 @@ def to_openai(messages) -> list[dict]:
 
     Reasoning parts are dropped (providers do not accept them back). A tool part that carries its
     output inside an assistant message becomes a tool call plus a following ``tool`` message.
+    Parallel calls stored one per message (as the Agents SDK and Claude Code record them) become
+    one assistant turn, since a provider wants every call before the first result.
     """
     converted = []
     for message in messages:
@@ -234,9 +236,23 @@ def to_openai(messages) -> list[dict]:
             ]
         elif content is None:
             entry["content"] = ""
-        converted.append(entry)
+        if not _joins_parallel_calls(converted, entry):
+            converted.append(entry)
         converted.extend(
             {"role": "tool", "tool_call_id": p["toolCallId"], "content": _tool_output_content(p["output"])}
             for p in tool_parts if message["role"] == "assistant" and "output" in p
         )
     return converted
+
+
+def _joins_parallel_calls(converted, entry) -> bool:
+    """Merge ``entry``'s tool calls into the assistant turn just before it when that turn's calls have
+    no results yet; True when merged."""
+    previous = converted[-1] if converted else None
+    if not (entry.get("tool_calls") and previous and previous["role"] == "assistant" and previous.get("tool_calls")):
+        return False
+    if not all(isinstance(c, (str, type(None))) for c in (previous["content"], entry["content"])):
+        return False
+    previous["tool_calls"] = previous["tool_calls"] + entry["tool_calls"]
+    previous["content"] = "\n".join(c for c in (previous["content"], entry["content"]) if c) or None
+    return True

@@ -222,7 +222,8 @@ def session_page(title, caption=None):
 def offer_samples(store):
     """What an empty database shows: how to fill it, and a button for the sample data. Stops the page."""
     st.info(f"`{store.path}` holds no session yet. Load the sample conversations here, run "
-            f"`memorylab --db {store.path} demo`, or import an export with `memorylab import FILE`.")
+            f"`memorylab --db {store.path} demo`, or import your agent's memory on the Sessions page or with "
+            f"`memorylab --db {store.path} import PATH`.")
     if st.button("Load the sample conversations", type="primary"):
         with st.spinner("Loading the samples…"):
             load_samples(store)

@@ -3,6 +3,7 @@ import streamlit as st
 from memorylab import to_dataframe
 
 from pages.common import link_to, offer_samples, select_session, setup_page
+from pages.importing import import_panel
 
 store, session = setup_page("Sessions")
 sessions = store.sessions.list()
@@ -10,6 +11,7 @@ sessions = store.sessions.list()
 st.title("Sessions")
 st.caption(f"Every conversation in `{store.path}`, with its branches and stored token estimate. "
            "Select a row to open it on every page.")
+import_panel(store, expanded=not sessions)
 if not sessions:
     offer_samples(store)
 

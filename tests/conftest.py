@@ -9,6 +9,7 @@ that drives Chromium and ``local_model`` to one that runs the embedded model.
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -189,3 +190,14 @@ def browser():
                         f"chromium, or python -m playwright install chromium ({str(error).splitlines()[0]})")
         yield browser
         browser.close()
+
+
+@pytest.fixture
+def far_from_utc(monkeypatch):
+    """The process's local time is UTC-10 (Hawaii keeps no daylight saving time): a UTC timestamp
+    read as local time, or local time stored as UTC, lands ten hours off and shows."""
+    monkeypatch.setenv("TZ", "Pacific/Honolulu")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()

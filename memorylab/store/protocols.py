@@ -45,6 +45,12 @@ class SessionStorage(Protocol):
     def get(self, message_id: str) -> dict | None:
         """The message, None when there is none; ``DamagedRowError`` when its row cannot be read."""
 
+    def insert_many(self, messages: list[dict]) -> None:
+        """Write messages that carry their ``parent_id`` as they are (parents are not checked); the
+        last becomes the newest. For importers, inside their own transaction."""
+
+    def message_ids(self) -> set[str]: ...
+
     def latest_leaf_id(self) -> str | None: ...
 
     def path(self, leaf_id: str) -> list[dict]:

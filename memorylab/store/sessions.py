@@ -15,15 +15,15 @@ from ..messages import message_text, utc_now_iso
 from ..shapes import Message, Messages, Overlay, SearchHits, SessionRows
 from .agents import register_agent_row
 from .context import SessionBlocks
-from .repository import Repository
+from .repository import Repository, insert_rows
 from .rows import MESSAGE_COLUMNS, dumps, like_literal, message_from_row
 
 LATEST_LEAF = object()
 """Parent marker for "append under the newest leaf" (the default of ``append``)."""
 
 _MAX_DEPTH = 10_000_000
-_INSERT_MESSAGE = ("INSERT INTO messages (session_pk, id, parent_id, role, parts, text, created_at, metadata,"
-                   " tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_MESSAGE_FIELDS = ("session_pk", "id", "parent_id", "role", "parts", "text", "created_at", "metadata", "tokens")
+_INSERT_MESSAGE = f"INSERT INTO messages ({', '.join(_MESSAGE_FIELDS)}) VALUES ({', '.join('?' * len(_MESSAGE_FIELDS))})"
 _POINT_TO_LATEST = "UPDATE sessions SET updated_at = ?, latest_message_id = ? WHERE pk = ?"
 _PATH = """WITH RECURSIVE path(seq, parent_id, depth) AS (
         SELECT seq, parent_id, 0 FROM messages WHERE session_pk = :pk AND id = :leaf
@@ -172,7 +172,7 @@ class SqlSessionCatalog(Repository):
                 " cached_prompt) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING pk",
                 (tenant_id, agent_id, session_id, created_at, updated_at, dumps(metadata), cached_prompt),
             ).fetchone()[0]
-            conn.executemany(_INSERT_MESSAGE, (message_row(self._store, pk, m, m["parent_id"]) for m in messages))
+            insert_rows(conn, "messages", _MESSAGE_FIELDS, (message_row(self._store, pk, m, m["parent_id"]) for m in messages))
             conn.execute("UPDATE sessions SET latest_message_id = ? WHERE pk = ?",
                          (messages[-1]["id"] if messages else None, pk))
             conn.executemany(
@@ -286,6 +286,21 @@ class SqlSessionStorage(Repository):
                 )
             insert_as_latest(conn, self._store, pk, message, parent)
         return dict(message, parent_id=parent)
+
+    def insert_many(self, messages) -> None:
+        """Write normalized messages (each with its ``parent_id`` and ``tokens``) in one batch, without
+        checking their parents; the last becomes the session's newest. For importers, which check the
+        tree themselves; joins the caller's transaction."""
+        if not messages:
+            return
+        with self.transaction() as conn:
+            insert_rows(conn, "messages", _MESSAGE_FIELDS,
+                        (message_row(self._store, self.pk, m, m["parent_id"]) for m in messages))
+            conn.execute(_POINT_TO_LATEST, (utc_now_iso(), messages[-1]["id"], self.pk))
+
+    def message_ids(self) -> set[str]:
+        """The ids of every message of the session, without reading the messages."""
+        return {row["id"] for row in self._all("SELECT id FROM messages WHERE session_pk = ?", (self.pk,))}
 
     def get(self, message_id) -> Message | None:
         """The stored message, None when there is none, DamagedRowError when its row is unreadable."""

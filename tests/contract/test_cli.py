@@ -36,7 +36,7 @@ def test_demo_stats_export_import_round_trip(tmp_path, capsys):
     assert main(["--db", db, "export", first["session_id"], "--agent", first["agent_id"], "-o", str(out)]) == 0
     copy_db = str(tmp_path / "copy.db")
     assert main(["--db", copy_db, "import", str(out)]) == 0
-    assert f"imported {first['session_id']}" in capsys.readouterr().out
+    assert f"{first['session_id']} (agent {first['agent_id']}): new" in capsys.readouterr().out
     with Store(db) as a, Store(copy_db) as b:
         original = Session.open(a, first["session_id"], agent_id=first["agent_id"])
         copy = Session.open(b, first["session_id"], agent_id=first["agent_id"])
@@ -59,7 +59,7 @@ def test_export_to_stdout_is_valid_json(tmp_path):
 @pytest.mark.parametrize("args, fragment", [
     (["stats"], "no database at"),
     (["export", "nope"], "no database at"),
-    (["import", "missing.json"], "No such file"),
+    (["import", "missing.json"], "missing.json: no such file"),
 ])
 def test_errors_are_one_line_and_exit_non_zero(tmp_path, args, fragment):
     result = run_cli("--db", str(tmp_path / "absent.db"), *args)

@@ -4,12 +4,18 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memorylab import InvalidInputError, InvalidMessageError, MemoryAdmin, MemoryLabError, NotFoundError, Session
+from memorylab import (
+    InvalidInputError,
+    InvalidMessageError,
+    MemoryAdmin,
+    MemoryLabError,
+    NotFoundError,
+    Session,
+)
 from memorylab.errors import NothingToSummarizeError
 from memorylab.memory.identity import identify
 from memorylab.memory.manager import Memory, select_context, split_turns
 from memorylab.messages import utc_now_iso
-
 from tests.helpers import RecordingSummarizer
 
 NOW = datetime.now(timezone.utc)
@@ -75,24 +81,15 @@ def test_timestamps_are_stored_in_utc(store):
         "2026-03-01T15:00:00.000Z", "2026-03-01T10:00:00.000Z"]
 
 
-@pytest.fixture
-def honolulu(monkeypatch):
-    """The process's local time zone is UTC-10 (Hawaii keeps no daylight saving time)."""
-    monkeypatch.setenv("TZ", "Pacific/Honolulu")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
-
-def test_naive_timestamps_are_local_time(store, honolulu):
+def test_naive_timestamps_are_local_time(store, far_from_utc):
     memory = Memory(store, memory_key="k")
     memory.append("user", "naive", timestamp=datetime(2026, 3, 1, 12, 0))
     memory.append("user", "naive iso", timestamp="2026-03-01T12:00:00")
     assert [m["created_at"] for m in memory.get()["messages"]] == ["2026-03-01T22:00:00.000Z"] * 2
 
 
-def test_a_customer_talking_now_in_local_time_is_not_inactive(store, honolulu):
+def test_a_customer_talking_now_in_local_time_is_not_inactive(store, far_from_utc):
     memory = Memory(store, agent_id="sdr")
     memory.append("user", "are you still there?", timestamp=datetime.now(), key="user:1")
     assert memory.list(last_interaction_before=datetime.now(timezone.utc) - timedelta(hours=4)) == []

@@ -7,7 +7,7 @@ from memorylab import KVStore, Memory, Session, Store, load_samples
 
 from tests.helpers import ROOT, text_message
 
-PAGES = sorted(p.name for p in (ROOT / "pages").glob("*.py") if p.name != "common.py")
+PAGES = sorted(p.name for p in (ROOT / "pages").glob("*.py") if p.name not in ("common.py", "importing.py"))
 
 
 @pytest.fixture

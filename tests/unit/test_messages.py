@@ -76,3 +76,21 @@ def test_normalize_fills_id_and_timestamp_without_mutating_input():
     message = normalize_message(original)
     assert message["id"].startswith("msg_") and message["created_at"].endswith("Z")
     assert original == {"role": "user", "parts": [{"type": "text", "text": "x"}]}
+
+
+def test_parallel_calls_stored_one_per_message_become_one_assistant_turn():
+    def call(call_id, name):
+        return {"role": "assistant", "content": None,
+                "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}]}
+
+    stored = [normalize_message(m) for m in [
+        {"role": "user", "content": "Weather and time in Paris?"},
+        call("a", "weather"), call("b", "clock"),
+        {"role": "tool", "tool_call_id": "a", "name": "weather", "content": "18C"},
+        {"role": "tool", "tool_call_id": "b", "name": "clock", "content": "09:00"},
+        call("c", "weather"),
+    ]]
+    request = to_openai(stored)
+    assert [m["role"] for m in request] == ["user", "assistant", "tool", "tool", "assistant"]
+    assert [c["id"] for c in request[1]["tool_calls"]] == ["a", "b"]
+    assert [c["id"] for c in request[4]["tool_calls"]] == ["c"]  # a call after results starts a new turn

@@ -1,0 +1,75 @@
+"""Importing other systems' agent memory: detect a source's format, read it, write it once.
+
+``import_source(store, path)`` detects the format by content (or takes ``format=``), reads the
+source's conversations and writes them in one transaction; importing the same source again adds
+only what it gained since. Each format lives in its own module as a ``SourceFormat``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ImportFormatError
+from . import claude_code, langgraph, llm_logs, memorylab_export, openai_agents, openai_messages
+from .formats import SourceFormat, SourceProbe
+from .source import PREVIOUS, SourceMessage, SourceOverlay, SourceSession
+from .writer import ImportReport, SessionImport, write_sessions
+
+FORMATS = {
+    f.name: f
+    for f in (
+        # Databases first: their tables tell them apart for certain. Then the text formats, the most
+        # specific first: an OpenAI message list is what a transcript or an export is not.
+        openai_agents.FORMAT, langgraph.FORMAT, llm_logs.FORMAT,
+        memorylab_export.FORMAT, claude_code.FORMAT, openai_messages.FORMAT,
+    )
+}
+"""Every importable format by its ``--format`` name, in detection order."""
+
+
+def detect_format(path) -> SourceFormat:
+    """The format of the file at ``path``, told by its content; ImportFormatError when none fits."""
+    path = Path(path)
+    if not path.is_file():
+        raise ImportFormatError(f"{path}: no such file")
+    probe = SourceProbe(path)
+    for source_format in FORMATS.values():
+        if source_format.detect(probe):
+            return source_format
+    kinds = "; ".join(f.label for f in FORMATS.values())
+    raise ImportFormatError(f"{path}: not a format memorylab imports (it reads: {kinds})")
+
+
+def source_format(name) -> SourceFormat:
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise ImportFormatError(f"unknown format {name!r}; choose one of: auto, {', '.join(FORMATS)}") from None
+
+
+def import_source(store, path, *, format="auto", agent_id=None, tenant_id=None, dry_run=False,
+                  progress=None, name=None) -> ImportReport:
+    """Import every conversation in the file at ``path`` into ``store`` and report what was added.
+
+    ``format`` is a name of ``FORMATS`` or "auto" (detected by content). Sessions are filed under
+    ``agent_id``, by default the format's own agent (``claude-code``, ``openai-agents``...), and
+    ``tenant_id`` ("default"), with their ids from the source (a memorylab export keeps its own). ``dry_run`` writes nothing and reports what an import would add.
+    ``progress(messages_read)`` is called every thousand messages and at the end. ``name`` is how
+    reports and the sessions' metadata call the source (default: the path), e.g. an uploaded file's name.
+    """
+    path = Path(path)
+    chosen = detect_format(path) if format == "auto" else source_format(format)
+    if not path.is_file():
+        raise ImportFormatError(f"{path}: no such file")
+    if chosen is memorylab_export.FORMAT:
+        return memorylab_export.import_export(store, path, agent_id=agent_id, tenant_id=tenant_id, dry_run=dry_run,
+                                              name=name)
+    return write_sessions(
+        store, chosen.read(path), source=name or path, format_name=chosen.name, agent_id=agent_id or chosen.agent_id,
+        tenant_id=tenant_id or "default", dry_run=dry_run, progress=progress,
+    )
+
+
+__all__ = [
+    "FORMATS", "ImportReport", "PREVIOUS", "SessionImport", "SourceFormat", "SourceMessage", "SourceOverlay",
+    "SourceProbe", "SourceSession", "detect_format", "import_source", "source_format", "write_sessions",
+]

@@ -1,0 +1,51 @@
+"""memorylab's own session export (``memorylab export``), among the formats ``import`` detects.
+
+An export is a whole session (context blocks and the frozen prompt included), so it is written by
+``memorylab.io.import_session``, all or nothing, rather than merged message by message.
+"""
+from __future__ import annotations
+
+import re
+
+from ..io import EXPORT_FORMAT, import_session, read_export, validate_export
+from .formats import SourceFormat, SourceProbe
+from .writer import ImportReport, SessionImport
+
+
+_OPENING = re.compile(r'\{\s*"format"\s*:\s*"' + re.escape(EXPORT_FORMAT) + '"')
+
+
+def _detect(probe: SourceProbe) -> bool:
+    """An export opens with its format (``export_session`` writes it first); a file that merely
+    mentions the format somewhere, such as a transcript quoting one, is not an export."""
+    if isinstance(probe.whole_json, dict):
+        return probe.whole_json.get("format") == EXPORT_FORMAT
+    return _OPENING.match((probe.text or "").lstrip()) is not None
+
+
+def _read(path):
+    raise TypeError("a memorylab export is imported whole: use import_export")
+
+
+FORMAT = SourceFormat(name="memorylab", label="memorylab session export (JSON)", agent_id="default",
+                      detect=_detect, read=_read)
+
+
+def import_export(store, path, *, agent_id=None, tenant_id=None, session_id=None, replace=False,
+                  dry_run=False, name=None) -> ImportReport:
+    """Import an export file; a session with its id is a ConflictError unless ``replace``. ``name`` is
+    how the report calls the file (default: its path)."""
+    data = read_export(path)
+    plan = validate_export(data)
+    report = ImportReport(source=str(name or path), format=FORMAT.name, dry_run=dry_run)
+    found = len(plan["messages"])
+    result = SessionImport(
+        session_id=session_id or plan["session_id"], agent_id=agent_id or plan["agent_id"],
+        title=plan["metadata"].get("title"), messages_found=found, overlays_found=len(plan["compactions"]),
+        branches=len({m["id"] for m in plan["messages"]} - {m["parent_id"] for m in plan["messages"]}),
+    )
+    if not dry_run:
+        import_session(store, data, session_id=session_id, tenant_id=tenant_id, agent_id=agent_id, replace=replace)
+    result.messages_added, result.overlays_added = found, result.overlays_found
+    report.sessions.append(result)
+    return report

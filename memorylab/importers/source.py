@@ -1,0 +1,81 @@
+"""What an importer reads out of another system's memory, before anything is written.
+
+Every format module turns its source into ``SourceSession`` objects: one per conversation, holding
+its messages in the order they may be written (a parent before its children) and the compaction
+overlays the source recorded. The writer (``memorylab.importers.writer``) is the only code that
+touches the store, so each format module is a pure reader and every format gets the same
+deduplication, validation and single transaction.
+
+Message ids are derived from the source's own ids (an item's row id, a transcript entry's uuid), so
+importing the same source twice yields the same ids and the second import adds nothing.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ..errors import ImportFormatError
+
+PREVIOUS = object()
+"""Parent marker: the message before this one in the same ``SourceSession`` (a linear history)."""
+
+
+@dataclass
+class SourceMessage:
+    """One message: ``message`` is anything ``normalize_message`` accepts (the parts shape or an
+    OpenAI chat dict) and must carry a stable ``id``; ``where`` names its place in the source
+    ("line 17", "agent_messages row 42") for error messages."""
+
+    message: dict
+    parent_id: str | None | object = PREVIOUS
+    where: str = ""
+
+
+@dataclass
+class SourceOverlay:
+    """A compaction the source recorded: ``summary`` replaced the messages from ``from_id`` to ``to_id``
+    (memorylab ids of messages of the same session, ``from_id`` an ancestor of ``to_id`` or itself)."""
+
+    from_id: str
+    to_id: str
+    summary: str
+    metadata: dict = field(default_factory=dict)
+    where: str = ""
+
+
+@dataclass
+class SourceSession:
+    """One conversation of the source.
+
+    ``messages`` may be a generator (large sources stream); the writer reads all of one session's
+    messages before it asks for the next session, so sessions may share one cursor. ``overlays``, ``title`` and ``metadata``
+    are read only after every message was written, so a reader may fill them in while its messages
+    are consumed (one pass over the file). ``metadata`` is merged over the session's metadata on every
+    import; ``source_id`` is the conversation's id in the source and, unless ``session_id`` says
+    otherwise, its memorylab id.
+    """
+
+    source_id: str
+    messages: Iterable[SourceMessage]
+    title: str | None = None
+    metadata: dict = field(default_factory=dict)
+    overlays: list[SourceOverlay] = field(default_factory=list)
+    session_id: str | None = None
+
+    @property
+    def memorylab_id(self) -> str:
+        return self.session_id or self.source_id
+
+
+def source_error(source, where, problem) -> ImportFormatError:
+    """An ImportFormatError naming the file, the place in it, and what was expected there."""
+    place = f"{source}, {where}" if where else str(source)
+    return ImportFormatError(f"{place}: {problem}; nothing was imported")
+
+
+def chat_usage(prompt_tokens, completion_tokens) -> dict | None:
+    """Token usage as memorylab's own chat records it (``{"prompt_tokens", "completion_tokens",
+    "total_tokens"}``), whatever the source called the counts; None when it recorded neither."""
+    counts = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+    counts = {key: value for key, value in counts.items() if isinstance(value, int) and not isinstance(value, bool)}
+    return {**counts, "total_tokens": sum(counts.values())} if counts else None

@@ -1,0 +1,237 @@
+"""Writing what an importer read into a store: one transaction per import, nothing twice.
+
+``write_sessions`` validates every message the way an append would (``normalize_message``, the row
+size limit, token estimates), checks that each parent exists, and writes in batches. A message whose
+id the session already holds is skipped, so importing a source again adds only what it gained since.
+Any error rolls the whole import back; a dry run rolls back on purpose and reports what it would add.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from ..errors import ConflictError, MemoryLabError
+from ..history.truncation import enforce_row_size_limit
+from ..messages import normalize_message, to_utc_iso
+from ..tokens import estimate_message_tokens
+from ..validation import check_identifier
+from .source import PREVIOUS, SourceSession, source_error
+
+BATCH = 1000
+"""Messages per insert statement batch, and how often ``progress`` is called."""
+
+
+@dataclass
+class SessionImport:
+    """What one conversation of the source gave: found in the source, added to the store."""
+
+    session_id: str
+    agent_id: str
+    title: str | None
+    messages_found: int = 0
+    messages_added: int = 0
+    branches: int = 0
+    overlays_found: int = 0
+    overlays_added: int = 0
+    existed: bool = False
+
+    @property
+    def status(self) -> str:
+        if not self.existed:
+            return "new"
+        return "grew" if self.messages_added or self.overlays_added else "unchanged"
+
+
+@dataclass
+class ImportReport:
+    source: str
+    format: str
+    dry_run: bool = False
+    sessions: list[SessionImport] = field(default_factory=list)
+
+    @property
+    def messages_found(self) -> int:
+        return sum(s.messages_found for s in self.sessions)
+
+    @property
+    def messages_added(self) -> int:
+        return sum(s.messages_added for s in self.sessions)
+
+    @property
+    def overlays_added(self) -> int:
+        return sum(s.overlays_added for s in self.sessions)
+
+    def __str__(self):
+        verb = "would add" if self.dry_run else "added"
+        lines = [
+            f"{self.source} ({self.format}): {len(self.sessions)} session(s), {self.messages_found:,} messages found; "
+            f"{verb} {self.messages_added:,} messages and {self.overlays_added:,} overlays"
+        ]
+        for s in self.sessions:
+            lines.append(
+                f"  {s.session_id} (agent {s.agent_id}): {s.status}, {s.messages_added:,} of "
+                f"{s.messages_found:,} messages, {s.branches} branch(es), {s.overlays_added} of "
+                f"{s.overlays_found} overlay(s)"
+            )
+        return "\n".join(lines)
+
+
+class _DryRun(Exception):
+    """Raised inside the import's transaction to roll a dry run back."""
+
+
+def write_sessions(store, sessions: Iterable[SourceSession], *, source, format_name, agent_id, tenant_id="default",
+                   dry_run=False, progress: Callable[[int], None] | None = None) -> ImportReport:
+    """Write every ``SourceSession`` into ``store`` in one transaction and report what was added."""
+    report = ImportReport(source=str(source), format=format_name, dry_run=dry_run)
+    tenant_id = check_identifier(tenant_id, "tenant id")
+    agent_id = check_identifier(agent_id, "agent id")
+    counter = _Progress(progress)
+    sessions = iter(sessions)
+    try:
+        with store.transaction():
+            for source_session in sessions:
+                result = _write_session(store, source_session, source, format_name, tenant_id, agent_id, counter)
+                if result is not None:
+                    report.sessions.append(result)
+            counter.finish()
+            if dry_run:
+                raise _DryRun
+    except _DryRun:
+        pass
+    finally:
+        _close(sessions)
+    return report
+
+
+def _close(reader):
+    """Close a reader's generator now: one abandoned by an error would otherwise hold its source
+    open until it is collected, perhaps on another thread."""
+    getattr(reader, "close", lambda: None)()
+
+
+class _Progress:
+    def __init__(self, callback):
+        self.callback = callback
+        self.done = 0
+
+    def advance(self):
+        self.done += 1
+        if self.callback and self.done % BATCH == 0:
+            self.callback(self.done)
+
+    def finish(self):
+        if self.callback and self.done % BATCH:
+            self.callback(self.done)
+
+
+def _write_session(store, source_session, source, format_name, tenant_id, agent_id, counter):
+    """The session's new messages, then its overlays, then its title and metadata (which a streaming
+    reader may fill in while its messages are read). A conversation without messages is left out."""
+    target = _Target(store, source_session, source, format_name, tenant_id, agent_id)
+    result = target.result
+    known = target.storage.message_ids() if target.storage else set()
+    parents, batch, previous = set(), [], None
+    messages = iter(source_session.messages)
+    try:
+        for item in messages:
+            counter.advance()
+            result.messages_found += 1
+            message_id = item.message.get("id") if isinstance(item.message, dict) else None
+            parent_id = previous if item.parent_id is PREVIOUS else item.parent_id
+            previous = message_id
+            if parent_id is not None:
+                parents.add(parent_id)
+            if message_id in known:  # imported before: not even checked again
+                continue
+            batch.append(_new_message(item, parent_id, known, source))
+            result.messages_added += 1
+            if len(batch) == BATCH:
+                target.write(batch)
+                batch = []
+    finally:
+        _close(messages)
+    if not result.messages_found:
+        return None
+    target.write(batch)
+    result.branches = len(known - parents)
+    _write_overlays(target.storage, source_session.overlays, source, result)
+    target.describe()
+    return result
+
+
+def _new_message(item, parent_id, known, source):
+    message = _checked(item, source)
+    if parent_id is not None and parent_id not in known:
+        raise source_error(source, item.where, f"message {message['id']!r} answers {parent_id!r}, which is not "
+                                               "an earlier message of the conversation")
+    message["parent_id"] = parent_id
+    known.add(message["id"])
+    return message
+
+
+class _Target:
+    """The memorylab session a conversation goes into: an existing one only if this very source
+    created it; a new one only once there is a message to write."""
+
+    def __init__(self, store, source_session, source, format_name, tenant_id, agent_id):
+        self.store, self.source_session = store, source_session
+        self.key = (tenant_id, agent_id, check_identifier(source_session.memorylab_id, "session id"))
+        self.origin = {"format": format_name, "id": source_session.source_id, "file": str(source)}
+        self.result = SessionImport(session_id=self.key[2], agent_id=agent_id, title=None)
+        pk = store.sessions.find(*self.key)
+        self.storage = None if pk is None else store.sessions.storage(pk)
+        if self.storage is not None:
+            stored = self.storage.info()["metadata"].get("source")
+            if not isinstance(stored, dict) or (stored.get("format"), stored.get("id")) != (format_name,
+                                                                                          source_session.source_id):
+                raise ConflictError(
+                    f"session {self.key[2]!r} of agent {agent_id!r} exists and was not imported from this "
+                    f"{format_name} conversation; import it under another agent (--agent)"
+                )
+            self.result.existed = True
+
+    def write(self, messages):
+        if self.storage is None:
+            self.storage = self.store.sessions.storage(self.store.sessions.ensure(*self.key, {"source": self.origin}))
+        self.storage.insert_many(messages)
+
+    def describe(self):
+        """The source's title and facts over the session's metadata; the first import's file stays
+        the recorded source."""
+        metadata = self.storage.info()["metadata"]
+        described = {**metadata, **self.source_session.metadata,
+                     "source": {**self.origin, **(metadata.get("source") or {})}}
+        if self.source_session.title:
+            described["title"] = self.source_session.title
+        self.result.title = described.get("title")
+        if described != metadata:
+            self.storage.set_metadata(described)
+
+
+def _checked(item, source):
+    raw = item.message
+    if not isinstance(raw, dict) or raw.get("id") is None:
+        raise source_error(source, item.where, "expected a message with an id")
+    try:
+        message = normalize_message(raw)
+        if raw.get("created_at") is not None:
+            message["created_at"] = to_utc_iso(raw["created_at"])
+        message = enforce_row_size_limit(message)
+    except MemoryLabError as error:
+        raise source_error(source, item.where, str(error)) from None
+    message["tokens"] = estimate_message_tokens([message])
+    return message
+
+
+def _write_overlays(storage, overlays, source, result):
+    stored = {(o["from_id"], o["to_id"], o["summary"]) for o in storage.overlays()} if result.existed else set()
+    for overlay in overlays:
+        result.overlays_found += 1
+        if (overlay.from_id, overlay.to_id, overlay.summary) in stored:
+            continue
+        try:
+            storage.add_overlay(overlay.summary, overlay.from_id, overlay.to_id, overlay.metadata)
+        except MemoryLabError as error:
+            raise source_error(source, overlay.where, f"a compaction summary does not fit the tree: {error}") from None
+        result.overlays_added += 1
