@@ -11,7 +11,7 @@ from typing import Any
 
 from .context.blocks import check_label
 from .errors import ImportFormatError, MemoryLabError
-from .messages import normalize_message, to_utc_iso
+from .messages import normalized_and_measured, to_utc_iso
 from .history.session import Session
 from .tokens import estimate_message_tokens
 from .history.truncation import enforce_row_size_limit
@@ -151,7 +151,8 @@ def _validate_messages(raw_messages):
     for i, raw in enumerate(raw_messages):
         _require(isinstance(raw, dict), f"messages[{i}] must be an object")
         try:
-            message = enforce_row_size_limit(normalize_message(raw))
+            message, size_bound = normalized_and_measured(raw)
+            message = enforce_row_size_limit(message, size_bound=size_bound)
         except MemoryLabError as error:
             raise ImportFormatError(f"messages[{i}]: {error}") from None
         _require(raw.get("id") is not None, f"messages[{i}] has no 'id'")

@@ -13,6 +13,7 @@ from .errors import InvalidInputError, InvalidMessageError
 from .validation import check_identifier
 
 ROLES = ("user", "assistant", "system", "tool")
+_encode_json = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def new_message_id() -> str:
@@ -67,9 +68,9 @@ def _check_text(value, where):
     return value
 
 
-def _check_json(value, where):
+def _check_json(value, where) -> int:
     try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return len(_encode_json(value).encode("utf-8"))
     except (TypeError, ValueError, UnicodeEncodeError) as error:
         raise InvalidMessageError(f"{where} is not storable as JSON: {error}") from None
 
@@ -94,6 +95,13 @@ def normalize_message(message) -> dict:
 
     Missing ``id`` and ``created_at`` are filled in. Raises InvalidMessageError naming the field.
     """
+    return normalized_and_measured(message)[0]
+
+
+def normalized_and_measured(message) -> tuple[dict, int]:
+    """``normalize_message``, and an upper bound of the message's size as a stored row (compact JSON,
+    UTF-8 bytes) from the encoding its storability check makes anyway, so that writers need not
+    encode the message again to learn that it fits (``enforce_row_size_limit(size_bound=...)``)."""
     if not isinstance(message, dict):
         raise InvalidMessageError(f"a message must be a dict, got {type(message).__name__}")
     if "parts" not in message and ("content" in message or "tool_calls" in message):
@@ -112,20 +120,24 @@ def normalize_message(message) -> dict:
     if not isinstance(metadata, dict):
         raise InvalidMessageError("metadata must be a dict")
     checked_parts = [_check_part(p, i) for i, p in enumerate(parts)]
-    _check_storable(checked_parts, metadata)
-    return {
+    encoded = _check_storable(checked_parts, metadata)
+    normalized = {
         "id": message_id,
         "role": role,
         "parts": checked_parts,
         "created_at": created_at,
         "metadata": dict(metadata),
     }
+    # The check's JSON has spaces a row's has not; the other fields take at most six bytes a
+    # character (an escape), plus their keys and punctuation.
+    return normalized, encoded + 6 * (len(message_id) + len(role) + len(created_at)) + 64
 
 
-def _check_storable(parts, metadata):
-    """One JSON encoding of the whole message; only on failure is the culprit looked for."""
+def _check_storable(parts, metadata) -> int:
+    """One JSON encoding of the whole message, its length in bytes; only on failure is the culprit
+    looked for."""
     try:
-        _check_json({"parts": parts, "metadata": metadata}, "message")
+        return _check_json({"parts": parts, "metadata": metadata}, "message")
     except InvalidMessageError:
         for index, part in enumerate(parts):
             _check_json(part, f"parts[{index}]")

@@ -14,7 +14,7 @@ from .compaction import CompactionContext
 from ..context import ContextBlocks, Tool, build_tools
 from ..context.blocks import StoredPromptProvider
 from ..errors import InvalidInputError, InvalidMessageError, NotFoundError
-from ..messages import is_tool_part, normalize_message, utc_now_iso
+from ..messages import is_tool_part, normalize_message, normalized_and_measured, utc_now_iso
 from .overlays import apply_overlays, visible_overlays
 from ..shapes import Message, Messages, Overlay, SearchHits
 from ..store import LATEST_LEAF
@@ -221,29 +221,34 @@ class Session:
         A repeated message id is a no-op that returns the stored original. OpenAI chat dicts are
         converted to the parts shape.
         """
-        message = normalize_message(message)
-        self._name_tool_results(message, parent_id)
-        message = enforce_row_size_limit(message, self.row_size_limit)
+        message, size_bound = normalized_and_measured(message)
+        if self._name_tool_results(message, parent_id):
+            size_bound = None
+        message = enforce_row_size_limit(message, self.row_size_limit, size_bound=size_bound)
         message["tokens"] = estimate_message_tokens([message])
         stored = self.storage.append(message, parent_id)
         if self._compact_threshold is not None:
             self._maybe_auto_compact(stored["id"])
         return stored
 
-    def _name_tool_results(self, message, parent_id):
-        """OpenAI tool results carry no tool name: take it from the call in the parent message."""
+    def _name_tool_results(self, message, parent_id) -> bool:
+        """OpenAI tool results carry no tool name: take it from the call in the parent message.
+        True when a part was renamed."""
         unnamed = [p for p in message["parts"] if is_tool_part(p) and not p.get("toolName")]
         if not unnamed:
-            return
+            return False
         parent = self.get_latest_leaf() if parent_id is LATEST_LEAF else (
             self.get_message(parent_id) if parent_id is not None else None)
         names = {
             p["toolCallId"]: p.get("toolName") for p in (parent or {}).get("parts", ()) if is_tool_part(p)
         }
+        renamed = False
         for part in unnamed:
             name = names.get(part["toolCallId"])
             if name:
                 part.update(type=f"tool-{name}", toolName=name)
+                renamed = True
+        return renamed
 
     def update_message(self, message) -> Message:
         """Replace the content (role, parts, metadata) of a stored message, keeping its place in the tree.

@@ -12,7 +12,7 @@ from .formats import SourceFormat, SourceProbe
 from .writer import ImportReport, SessionImport
 
 
-_OPENING = re.compile(r'\{\s*"format"\s*:\s*"' + re.escape(EXPORT_FORMAT) + '"')
+_OPENING = re.compile(rb'\s*\{\s*"format"\s*:\s*"' + re.escape(EXPORT_FORMAT.encode()) + b'"')
 
 
 def _detect(probe: SourceProbe) -> bool:
@@ -20,7 +20,7 @@ def _detect(probe: SourceProbe) -> bool:
     mentions the format somewhere, such as a transcript quoting one, is not an export."""
     if isinstance(probe.whole_json, dict):
         return probe.whole_json.get("format") == EXPORT_FORMAT
-    return _OPENING.match((probe.text or "").lstrip()) is not None
+    return _OPENING.match(probe.head) is not None  # the bytes: an export too large to read is still one
 
 
 def _read(path):

@@ -41,9 +41,14 @@ def _item_tables(conn) -> list[str]:
 @contextmanager
 def _reading(path):
     """A read-only connection; SQLite's complaints (not a database, a damaged page) name the file."""
+    with _reading_errors(path), closing(open_readonly(path)) as conn:
+        yield conn
+
+
+@contextmanager
+def _reading_errors(path):
     try:
-        with closing(open_readonly(path)) as conn:
-            yield conn
+        yield
     except sqlite3.Error as error:
         raise source_error(path, "", f"cannot read it as an Agents SDK session database ({error})") from None
 
@@ -60,8 +65,8 @@ def _detect(probe: SourceProbe) -> bool:
 
 def _read(path):
     with _reading(path) as conn:
-        sessions = [s for table in _item_tables(conn) for s in _sessions(path, conn, table)]
-    yield from sessions
+        for table in _item_tables(conn):
+            yield from _sessions(path, conn, table)
 
 
 def _sessions(path, conn, table):
@@ -79,7 +84,7 @@ def _sessions(path, conn, table):
             raise source_error(path, where, f"expected a session id memorylab can keep: {error}") from None
         metadata = {"created_at": _utc(path, f"{started} session {session_id!r}", created_at)} if created_at else {}
         yield SourceSession(source_id=session_id, metadata=metadata,
-                            messages=_messages(path, table, session_id))
+                            messages=_messages(path, conn, table, session_id))
 
 
 def _sessions_table(conn, table) -> str | None:
@@ -90,15 +95,15 @@ def _sessions_table(conn, table) -> str | None:
     return None
 
 
-def _messages(path, table, session_id):
-    """One session's items, streamed from a connection of their own."""
+def _messages(path, conn, table, session_id):
+    """One session's items, streamed (the writer reads them all before it asks for the next session)."""
     call_names = {}
-    with _reading(path) as conn:
+    with _reading_errors(path):
         rows = conn.execute(f"SELECT id, message_data, created_at FROM {_quoted(table)} WHERE session_id = ?"
                             " ORDER BY id", (session_id,))
         for row_id, data, created_at in rows:
             where = f"{table} row {row_id}"
-            message = to_message(_item(path, where, data), call_names, size=len(data.encode("utf-8")))
+            message = to_message(_item(path, where, data), call_names, text=data)
             message["id"] = f"{table}-{row_id}"
             message["metadata"]["source_id"] = message["id"]
             if created_at is not None:

@@ -1,7 +1,7 @@
 """OpenAI Responses input items, what the Agents SDK keeps in a session, as memorylab messages and back.
 
-One item is one message. The item itself rides along in ``metadata["openai_item"]`` so the SDK gets
-back exactly what it stored; the parts are what memorylab reads: text for search and token counts,
+One item is one message. The item itself rides along in ``metadata["openai_item"]`` (unless it is
+a bare role and text, which the parts give back as it was) so the SDK gets back exactly what it stored; the parts are what memorylab reads: text for search and token counts,
 and tool parts, so the lab pairs each call with its result and ``to_openai`` makes a chat request of
 them. Items of kinds memorylab has no part for (hosted tool calls, references, compactions) become
 assistant messages without parts: kept and given back, but empty to the lab and to ``to_openai``.
@@ -38,21 +38,31 @@ def answered_call(item) -> str | None:
     return call_id if isinstance(call_id, str) and item_kind(item).endswith("_output") else None
 
 
-def to_message(item, call_names, size=None) -> dict:
+def to_message(item, call_names, text=None) -> dict:
     """The message (role, parts, metadata) for one item; the caller gives it an id.
 
     ``call_names`` maps call ids to tool names: an output is named after its call, and calls met here
-    are added to it. ``size`` is the item's JSON in bytes when the caller read it as JSON (encoding it
-    again would be a third of an import's reading time).
+    are added to it. ``text`` is the item's JSON when the caller read it as JSON (encoding it again
+    would be a third of an import's reading time).
     """
     kind = item_kind(item)
     role, parts = _role_and_parts(item, kind, call_names)
     metadata = {KIND_KEY: kind}
-    if size is None:
-        size = len(json.dumps(item, ensure_ascii=False).encode("utf-8"))
-    if size <= MAX_KEPT_ITEM_BYTES:
+    if _rebuilt_exactly(item):
+        return {"role": role, "parts": parts, "metadata": metadata}
+    if text is None:
+        text = json.dumps(item, ensure_ascii=False)
+    if len(text.encode("utf-8")) <= MAX_KEPT_ITEM_BYTES:
         metadata[ITEM_KEY] = item
     return {"role": role, "parts": parts, "metadata": metadata}
+
+
+def _rebuilt_exactly(item) -> bool:
+    """A bare ``{"role", "content"}`` text item, which ``to_items`` rebuilds as it was: keeping it too
+    would store its text twice."""
+    content = item.get("content")
+    return (len(item) == 2 and item.get("role") in ("user", "assistant", "system") and isinstance(content, str)
+            and bool(content))
 
 
 def _role_and_parts(item, kind, call_names):

@@ -45,10 +45,6 @@ class SessionStorage(Protocol):
     def get(self, message_id: str) -> dict | None:
         """The message, None when there is none; ``DamagedRowError`` when its row cannot be read."""
 
-    def insert_many(self, messages: list[dict]) -> None:
-        """Write messages that carry their ``parent_id`` as they are (parents are not checked); the
-        last becomes the newest. For importers, inside their own transaction."""
-
     def message_ids(self) -> set[str]: ...
 
     def latest_leaf_id(self) -> str | None: ...
@@ -108,6 +104,10 @@ class SessionCatalog(Protocol):
 
     def ensure(self, tenant_id: str, agent_id: str, session_id: str, metadata: dict | None = None) -> int:
         """The session's key, creating it (and registering its agent) when it does not exist."""
+
+    def insert_messages(self, rows: list[tuple[int, dict]]) -> None:
+        """Write ``(session key, message)`` pairs whose messages carry their ``parent_id`` (parents are
+        not checked); each session's last becomes its newest. For importers, in their transaction."""
 
     def storage(self, pk: int) -> SessionStorage: ...
 

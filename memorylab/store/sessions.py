@@ -92,6 +92,19 @@ class SqlSessionCatalog(Repository):
             ).fetchone()
             return row[0] if row else self.find(tenant_id, agent_id, session_id)
 
+    def insert_messages(self, rows) -> None:
+        """Write ``(session key, message)`` pairs, each message normalized with its ``parent_id`` and
+        ``tokens``, in multi-row statements without checking parents; each session's last message
+        becomes its newest. For importers, which check the tree themselves; joins their transaction."""
+        if not rows:
+            return
+        latest = {pk: message["id"] for pk, message in rows}
+        with self.transaction() as conn:
+            insert_rows(conn, "messages", _MESSAGE_FIELDS,
+                        (message_row(self._store, pk, m, m["parent_id"]) for pk, m in rows))
+            now = utc_now_iso()
+            conn.executemany(_POINT_TO_LATEST, [(now, message_id, pk) for pk, message_id in latest.items()])
+
     def storage(self, pk) -> SqlSessionStorage:
         """The ``SqlSessionStorage`` of the session with internal key ``pk``."""
         return SqlSessionStorage(self._store, pk)
@@ -286,17 +299,6 @@ class SqlSessionStorage(Repository):
                 )
             insert_as_latest(conn, self._store, pk, message, parent)
         return dict(message, parent_id=parent)
-
-    def insert_many(self, messages) -> None:
-        """Write normalized messages (each with its ``parent_id`` and ``tokens``) in one batch, without
-        checking their parents; the last becomes the session's newest. For importers, which check the
-        tree themselves; joins the caller's transaction."""
-        if not messages:
-            return
-        with self.transaction() as conn:
-            insert_rows(conn, "messages", _MESSAGE_FIELDS,
-                        (message_row(self._store, self.pk, m, m["parent_id"]) for m in messages))
-            conn.execute(_POINT_TO_LATEST, (utc_now_iso(), messages[-1]["id"], self.pk))
 
     def message_ids(self) -> set[str]:
         """The ids of every message of the session, without reading the messages."""

@@ -111,6 +111,7 @@ def test_a_broken_import_file_is_refused_and_changes_nothing(stored, tmp_path, c
 def test_the_cli_refuses_a_file_over_the_size_limit_without_reading_it(stored, tmp_path, capsys):
     huge = tmp_path / "huge.json"
     with huge.open("wb") as file:
+        file.write(b'{"format": "memorylab.session", "version": 1, "messages": [')  # an export, read whole
         file.truncate(MAX_IMPORT_BYTES + 1)  # sparse: no disk is spent
     with nothing_changes(stored):
         assert main(["--db", str(stored), "import", str(huge)]) == 1
