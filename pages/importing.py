@@ -7,7 +7,7 @@ import streamlit as st
 from memorylab import ImportFormatError, MemoryLabError
 from memorylab.importers import FORMATS, detect_format, import_source
 
-from pages.common import select_session
+from pages.common import escape_markdown, select_session
 
 MAX_UPLOAD_MB = 200
 """The largest file the panel takes (Streamlit's own upload limit is the same by default)."""
@@ -17,7 +17,8 @@ def import_panel(store, *, expanded):
     """The panel, and what the last import added (once, after the rerun that shows its sessions)."""
     done = st.session_state.pop("import_done", None)
     if done:
-        st.success(done)
+        summary, *sessions = done.splitlines()
+        st.success("\n".join([escape_markdown(summary), ""] + [f"- {escape_markdown(line.strip())}" for line in sessions]))
     with st.expander("Import agent memory", icon="📥", expanded=expanded):
         st.caption("Bring in conversations from " + "; ".join(f.label for f in FORMATS.values())
                    + f". The format is told by the file's content. Up to {MAX_UPLOAD_MB} MB here; larger files "

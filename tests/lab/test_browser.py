@@ -93,3 +93,20 @@ def test_the_lab_runs_on_a_postgres_store(browser, postgres_lab):
     assert page.locator("[data-testid='stException']").count() == 0
     page.screenshot(path=SHOTS / "postgres_search.png", full_page=True)
     page.close()
+
+
+def test_a_claude_code_transcript_uploaded_in_the_browser_imports_with_its_overlays(page, lab_server, lab_db):
+    transcript = ROOT / "tests" / "data" / "claude_code" / "compacted.jsonl"
+    open_page(page, lab_server, "", "Tokens (estimate)")
+    page.get_by_text("Import agent memory").click()
+    page.locator("input[type='file']").set_input_files(str(transcript))
+    page.get_by_text("Claude Code session transcript (JSONL)").first.wait_for(timeout=60_000)
+    page.get_by_role("button", name="Import 10 messages").click()
+    page.get_by_text("added 10 messages and 2 overlays").wait_for(timeout=60_000)
+    assert page.locator("[data-testid='stException']").count() == 0
+    page.screenshot(path=SHOTS / "import_done.png", full_page=True)
+    with Store(lab_db) as store:
+        (row,) = store.sessions.list(agent_id="claude-code")
+        session = Session.open(store, row["session_id"], agent_id="claude-code")
+        assert len(session.get_compactions()) == 2
+        assert session.get_history()[0]["id"].startswith("compaction_")
