@@ -1,0 +1,124 @@
+"""The lab at real scale: a store holding the samples, one session of 20,000 messages with a fork every
+100 (200 branches) and three compaction overlays, and 3,000 small sessions; then every page rendered
+through Streamlit's AppTest with the long session selected, first render and rerun.
+
+    python benchmarks/scale.py [--db PATH] [--messages N] [--sessions N] [--page NAME ...]
+
+Without ``--db`` the store is built in a temporary directory; with it, an existing file is reused
+as it is (build it once, measure many times).
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("STREAMLIT_LOGGER_LEVEL", "error")  # AppTest runs warn of a missing script context
+
+from memorylab import Session, Store, import_session, load_samples  # noqa: E402
+from memorylab.importers import import_source  # noqa: E402
+from memorylab.io import EXPORT_FORMAT, EXPORT_VERSION  # noqa: E402
+
+LONG_SESSION = ("default", "scale-agent", "long-session")
+"""(tenant, agent, session id) of the long session, as the lab's ``session_ref`` names it."""
+PAGES = ("sessions", "chat", "tree", "context_blocks", "context_window", "compaction_lab", "search", "memory",
+         "long_term")
+FORK_EVERY = 100
+
+
+def long_session_export(count):
+    """``count`` messages: one conversation whose every hundredth answer is regenerated (a sibling of
+    the one before, which stays behind as a one-message branch), so the newest path is about
+    ``count`` long and the tree has ``count / 100`` branches."""
+    messages = []
+    for i in range(count):
+        parent = i - 2 if i % FORK_EVERY == FORK_EVERY - 1 else i - 1
+        role = "user" if i % 2 == 0 else "assistant"
+        text = (f"Message {i}: the migration of table orders_{i % 37} needs batch {i % 11} re-run; "
+                f"owner {('Ana', 'Bo', 'Chen')[i % 3]}, ticket MIG-{1000 + i}.")
+        messages.append({"id": f"m{i}", "parent_id": f"m{parent}" if parent >= 0 else None, "role": role,
+                         "parts": [{"type": "text", "text": text}], "created_at": "2026-01-01T00:00:00.000Z"})
+    return {"format": EXPORT_FORMAT, "version": EXPORT_VERSION,
+            "session": {"id": LONG_SESSION[2], "agent_id": LONG_SESSION[1],
+                        "metadata": {"title": f"A {count:,}-message migration project"}},
+            "messages": messages}
+
+
+def build_scale_store(target, *, messages=20_000, small_sessions=3_000):
+    """The samples, the long session (three overlays over the oldest three sevenths of its path) and
+    ``small_sessions`` sessions of four messages, imported as OpenAI chat JSONL."""
+    with Store(target) as store:
+        load_samples(store)
+        session = import_session(store, long_session_export(messages))
+        path = [m["id"] for m in session.get_history(apply_compactions=False)]
+        span = len(path) // 7  # three overlays over the older part of the path, as compaction leaves them
+        for start in (0, span, 2 * span):
+            session.add_compaction(f"Summary of messages {start} to {start + span - 1}: batches re-run, "
+                                   "owners agreed.", path[start], path[start + span - 1])
+        with tempfile.TemporaryDirectory() as tmp:
+            small = Path(tmp) / "small.jsonl"
+            with open(small, "w", encoding="utf-8") as file:
+                for number in range(small_sessions):
+                    file.write(json.dumps({"id": f"small-{number:05d}", "messages": [
+                        {"role": "user", "content": f"Where is order {number}?"},
+                        {"role": "assistant", "content": "It shipped yesterday."},
+                        {"role": "user", "content": "Thanks."},
+                        {"role": "assistant", "content": "Anything else?"},
+                    ]}) + "\n")
+            import_source(store, small, agent_id="small-agent")
+
+
+def page_times(target, pages=PAGES, repetitions=3):
+    """``{page: (first render, rerun)}`` in seconds, medians over ``repetitions`` fresh AppTests, each
+    with the long session selected."""
+    from streamlit.testing.v1 import AppTest
+
+    os.environ["MEMORYLAB_DB"] = str(target)
+    AppTest.from_file(str(ROOT / "pages" / "sessions.py"), default_timeout=600).run()  # imports, caches
+    times = {}
+    for page in pages:
+        firsts, reruns = [], []
+        for _ in range(repetitions):
+            app = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=600)
+            app.session_state["session_ref"] = LONG_SESSION
+            started = time.perf_counter()
+            app.run()
+            firsts.append(time.perf_counter() - started)
+            if app.exception:
+                raise RuntimeError(f"{page}: {app.exception[0].message}")
+            started = time.perf_counter()
+            app.run()
+            reruns.append(time.perf_counter() - started)
+        times[page] = (statistics.median(firsts), statistics.median(reruns))
+    return times
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", help="the scale store: built here when the file does not exist, else reused")
+    parser.add_argument("--messages", type=int, default=20_000, help="messages of the long session")
+    parser.add_argument("--sessions", type=int, default=3_000, help="small sessions beside it")
+    parser.add_argument("--page", action="append", choices=PAGES, help="measure only this page (repeatable)")
+    parser.add_argument("--repetitions", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(args.db) if args.db else Path(tmp) / "scale.db"
+        if not target.exists():
+            started = time.perf_counter()
+            build_scale_store(target, messages=args.messages, small_sessions=args.sessions)
+            print(f"built {target} in {time.perf_counter() - started:.1f} s")
+        with Store(target) as store:
+            session = Session.open(store, LONG_SESSION[2], agent_id=LONG_SESSION[1])
+            print(f"{store.sessions.count():,} sessions; the long one: {session.stats()['messages']:,} messages, "
+                  f"{session.stats()['branches']} branches")
+        for page, (first, rerun) in page_times(target, args.page or PAGES, args.repetitions).items():
+            print(f"{page:<16} first {first:6.2f} s   rerun {rerun:6.2f} s")
+
+
+if __name__ == "__main__":
+    main()
