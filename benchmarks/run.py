@@ -1,6 +1,7 @@
 """memorylab against raw sqlite3, raw psycopg and peer libraries, side by side, in one run.
 
     python benchmarks/run.py [--quick] [--json PATH] [--markdown] [--only GROUP] [--postgres URL]
+    python benchmarks/run.py --scale [--scale-million] [--markdown] [--json PATH] [--postgres URL]
 
 Each benchmark runs memorylab and its baselines in this process, interleaved (batch by batch or
 call by call, the order rotating), for several repetitions, and reports the medians and the ratio
@@ -44,6 +45,7 @@ from corpus import QUERIES, kv_values, openai_messages  # benchmarks/corpus.py, 
 from memorylab import KVStore, Session, Store, import_session, local_postgres, plan_compaction
 from memorylab.errors import LocalPostgresError
 from memorylab.io import EXPORT_FORMAT, EXPORT_VERSION
+from memorylab.store import is_postgres_url
 from memorylab.store.fts import fts_query, tsquery
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -903,6 +905,162 @@ def bench_local_model(config, workdir):
     return rows
 
 
+# -- scale ----------------------------------------------------------------------------------
+
+PAGE_TARGETS = {"first": 1.0, "rerun": 0.5}
+"""Seconds for a page's first render and for a rerun after a widget change (issue 22)."""
+SEARCH_TARGETS = {"p50": 0.010, "p99": 0.050}
+HISTORY_TARGET = 1.5
+"""get_history of the long path at most 1.5x a flat read of as many of its rows."""
+APPEND_TARGET = 1.3
+"""An append to the long session at most 1.3x one to a new session in the same store."""
+SCALE_APPENDS = 200
+SCALE_READS = 5
+BACKENDS = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
+
+
+@dataclass
+class ScaleRow:
+    """One measure on the scale store, per backend, each against its own limit in seconds."""
+    name: str
+    target: str
+    unit: str
+    seconds: dict
+    limits: dict
+
+    @property
+    def status(self):
+        missed = [BACKENDS[b] for b, value in self.seconds.items() if value > self.limits[b]]
+        return f"MISSED ({', '.join(missed)})" if missed else "ok"
+
+    def to_json(self):
+        return {"target": self.target, "unit": self.unit, "seconds": self.seconds, "limits": self.limits,
+                "status": self.status}
+
+
+def flat_read_seconds(target, pk, count):
+    """A flat list of ``count`` rows of the session in insertion order, JSON decoded: what a
+    flat store such as the Agents SDK's ``get_items`` does, on the same rows and backend."""
+    query = ("SELECT id, parent_id, role, parts, created_at, metadata, tokens FROM messages"
+             " WHERE session_pk = {p} ORDER BY seq LIMIT {p}")
+    if is_postgres_url(str(target)):
+        conn, query = psycopg.connect(target, autocommit=True), query.format(p="%s")
+    else:
+        conn, query = configure(sqlite3.connect(target, isolation_level=None)), query.format(p="?")
+    started = time.perf_counter()
+    rows = [{"id": r[0], "parent_id": r[1], "role": r[2], "parts": json.loads(r[3]), "created_at": r[4],
+             "metadata": json.loads(r[5]), "tokens": r[6]} for r in conn.execute(query, (pk, count)).fetchall()]
+    elapsed = time.perf_counter() - started
+    conn.close()
+    assert len(rows) == count
+    return elapsed
+
+
+def measure_scale(target, *, pages=True, appends=True, rounds=5):
+    """``{measure: (seconds, limit)}`` on the scale store at ``target``: page renders, search
+    percentiles, history of the long path and appends to the long session (last: they grow it)."""
+    from scale import LONG_SESSION, PAGES, page_times
+
+    results = {}
+    if pages:
+        for page, (first, rerun) in page_times(target, PAGES, repetitions=3).items():
+            results[f"page.{page}.first"] = (first, PAGE_TARGETS["first"])
+            results[f"page.{page}.rerun"] = (rerun, PAGE_TARGETS["rerun"])
+    with Store(target) as store:
+        samples = interleave_queries({"search": search_timer(store)}, rounds)["search"]
+        cuts = statistics.quantiles(samples, n=100)
+        results["search.p50"] = (statistics.median(samples), SEARCH_TARGETS["p50"])
+        results["search.p99"] = (cuts[98], SEARCH_TARGETS["p99"])
+        session = Session.open(store, LONG_SESSION[2], tenant_id=LONG_SESSION[0], agent_id=LONG_SESSION[1])
+        path_length = len(session.get_history(apply_compactions=False))
+        reads = [timed(session.get_history) for _ in range(SCALE_READS)]
+        flat = [flat_read_seconds(target, session.pk, path_length) for _ in range(SCALE_READS)]
+        results["history"] = (statistics.median(reads), HISTORY_TARGET * statistics.median(flat))
+        if appends:
+            fresh = Session.create(store, f"scale-append-{uuid.uuid4().hex[:8]}", agent_id=LONG_SESSION[1])
+            messages = openai_messages(SCALE_APPENDS)
+
+            def appender(chat):
+                return lambda batch: timed(lambda: [chat.append_message(m) for m in batch])
+
+            appended = interleave_batches({"long": appender(session), "fresh": appender(fresh)}, batched(messages, 20))
+            long, new = (sum(appended[name]) / SCALE_APPENDS for name in ("long", "fresh"))
+            results["append"] = (long, APPEND_TARGET * new)
+    return results, path_length
+
+
+def scale_rows(measured, path_length, store_size):
+    """The table's rows from ``{backend: {measure: (seconds, limit)}}``."""
+    def against(factor, limits):  # the baselines a relative target was computed from
+        return ", ".join(f"{BACKENDS[b]} {format_seconds(limit / factor)}" for b, limit in limits.items())
+
+    rows = []
+    for name in next(iter(measured.values())):
+        seconds = {b: results[name][0] for b, results in measured.items()}
+        limits = {b: results[name][1] for b, results in measured.items()}
+        kind = name.rsplit(".", 1)[-1]
+        if name.startswith("page."):
+            target = f"<= {format_seconds(PAGE_TARGETS[kind])}"
+            unit = ("first render through AppTest, the long session selected" if kind == "first"
+                    else "a rerun of the same AppTest")
+        elif name.startswith("search."):
+            target = f"<= {format_seconds(SEARCH_TARGETS[kind])}"
+            unit = f"store.search top 20, {len(QUERIES)} queries x 5 rounds over {store_size}"
+        elif name == "history":
+            target = f"<= {HISTORY_TARGET}x flat read"
+            unit = (f"get_history of the long path ({path_length:,} deep, 3 overlays) vs as many of its rows "
+                    f"read flat and decoded ({against(HISTORY_TARGET, limits)})")
+        else:
+            target = f"<= {APPEND_TARGET}x new session"
+            unit = (f"per append to the long session, {SCALE_APPENDS} appends, vs one to a new session in the "
+                    f"same store ({against(APPEND_TARGET, limits)})")
+        rows.append(ScaleRow(name, target, unit, seconds, limits))
+    return rows
+
+
+def bench_scale(workdir, url=None, *, million=False):
+    """The issue-22 store (benchmarks/scale.py) on SQLite and, copied there, on PostgreSQL; with
+    ``million`` the store is filled to 1,000,000 messages and only search and history are measured."""
+    from scale import build_scale_store, fill_store
+    from memorylab.migrate import copy_store
+
+    target = workdir / "scale.db"
+    started = time.perf_counter()
+    build_scale_store(target)
+    if million:
+        with Store(target) as store:
+            stored = store.bulk.counts()["messages"]
+        fill_store(target, 1_000_000 - stored)
+    with Store(target) as store:
+        size = f"{store.bulk.counts()['messages']:,} messages in {store.sessions.count():,} sessions"
+    print(f"scale: built {size} in {time.perf_counter() - started:.0f} s")
+    with postgres_server(url) as url, ExitStack() as schemas:
+        copies = {"sqlite": target}
+        if url is not None:
+            copies["postgres"] = schemas.enter_context(fresh_schema(url))
+            started = time.perf_counter()
+            copy_store(target, copies["postgres"])
+            analyze_messages(copies["postgres"])
+            print(f"scale: copied to PostgreSQL in {time.perf_counter() - started:.0f} s")
+        measured = {}
+        for backend, copy in copies.items():
+            measured[backend], path_length = measure_scale(copy, pages=not million, appends=not million)
+    return scale_rows(measured, path_length, size)
+
+
+def print_scale(rows, markdown=False):
+    header = ("measure", "SQLite", "PostgreSQL", "target", "status", "workload")
+    lines = [(row.name, *(format_seconds(row.seconds.get(b)) for b in BACKENDS), row.target, row.status, row.unit)
+             for row in rows]
+    if markdown:
+        print_markdown_lines(header, "| --- | ---: | ---: | ---: | --- | --- |", lines)
+        return
+    widths = (26, 11, 12, 24)
+    for line in (header, *lines):
+        print(f"{line[0]:<{widths[0]}}{line[1]:>{widths[1]}}{line[2]:>{widths[2]}}  {line[3]:<{widths[3]}}"
+              f"{line[4]:<30}{line[5]}")
+
+
 BENCHMARKS = {
     "append": bench_append_and_history,
     "search": bench_search_and_scaling,
@@ -969,6 +1127,13 @@ def print_markdown(rows):
               f"| <= {format_target(row.target)} | {row.status} | {row.unit}; {row.baseline_name} |")
 
 
+def print_markdown_lines(header, alignment, lines):
+    print("| " + " | ".join(header) + " |")
+    print(alignment)
+    for line in lines:
+        print("| " + " | ".join(line) + " |")
+
+
 def print_backends(rows, markdown=False):
     """memorylab on SQLite beside memorylab on PostgreSQL and raw psycopg, per operation, for the
     rows that measured both backends."""
@@ -980,10 +1145,8 @@ def print_backends(rows, markdown=False):
               format_seconds(row.baseline), f"{row.memorylab / row.sqlite:.1f}x") for row in compared]
     print("\nbackends: memorylab per operation on each backend in the same workload, and raw psycopg")
     if markdown:
-        print("\n| " + " | ".join(header) + " |")
-        print("| --- | ---: | ---: | ---: | ---: |")
-        for line in lines:
-            print("| " + " | ".join(line) + " |")
+        print()
+        print_markdown_lines(header, "| --- | ---: | ---: | ---: | ---: |", lines)
         return
     widths = (11, 12, 12, 16, 21)
     for line in (header, *lines):
@@ -1003,9 +1166,23 @@ def main():
                         help="PostgreSQL server for the postgres group (default: $MEMORYLAB_PG_URL, else a "
                              "throwaway server from initdb/pg_ctl, else its rows are skipped); it works in fresh "
                              "schemas and drops them afterwards")
+    parser.add_argument("--scale", action="store_true",
+                        help="instead of the groups: the 20,000-message session and 3,000 sessions "
+                             "(benchmarks/scale.py), every page's render, search, history and append, on "
+                             "SQLite and PostgreSQL")
+    parser.add_argument("--scale-million", action="store_true",
+                        help="the same store filled to 1,000,000 messages: search and history only")
     args = parser.parse_args()
     started = time.perf_counter()
     print(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}")
+    if args.scale or args.scale_million:
+        with tempfile.TemporaryDirectory(prefix="memorylab-scale-") as tmp:
+            rows = bench_scale(Path(tmp), args.postgres, million=args.scale_million)
+        print_scale(rows, args.markdown)
+        print(f"ran in {time.perf_counter() - started:.0f} s; load average after: {os.getloadavg()[0]:.2f}")
+        if args.json:
+            Path(args.json).write_text(json.dumps({row.name: row.to_json() for row in rows}, indent=2) + "\n")
+        return
     benchmarks = dict(BENCHMARKS, postgres=functools.partial(bench_postgres, url=args.postgres))
     rows = run(QUICK if args.quick else FULL, {group: benchmarks[group] for group in args.only or BENCHMARKS})
     (print_markdown if args.markdown else print_table)(rows)

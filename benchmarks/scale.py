@@ -9,6 +9,7 @@ as it is (build it once, measure many times).
 """
 import argparse
 import json
+import logging
 import os
 import statistics
 import sys
@@ -18,7 +19,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("STREAMLIT_LOGGER_LEVEL", "error")  # AppTest runs warn of a missing script context
 
 from memorylab import Session, Store, import_session, load_samples  # noqa: E402
 from memorylab.importers import import_source  # noqa: E402
@@ -73,11 +73,29 @@ def build_scale_store(target, *, messages=20_000, small_sessions=3_000):
             import_source(store, small, agent_id="small-agent")
 
 
+def fill_store(target, messages, *, per_conversation=100):
+    """Add ``messages`` more messages to the store, as conversations of ``per_conversation`` from the
+    benchmark corpus (orders, refunds, deployments: the text the search queries look for), imported
+    as OpenAI chat JSONL under the agent ``filler-agent``."""
+    from corpus import openai_messages  # benchmarks/corpus.py, beside this script
+
+    with tempfile.TemporaryDirectory() as tmp, Store(target) as store:
+        source = Path(tmp) / "filler.jsonl"
+        with open(source, "w", encoding="utf-8") as file:
+            corpus = openai_messages(messages)
+            for start in range(0, messages, per_conversation):
+                file.write(json.dumps({"id": f"filler-{start // per_conversation:06d}",
+                                       "messages": corpus[start:start + per_conversation]}) + "\n")
+        import_source(store, source, agent_id="filler-agent")
+
+
 def page_times(target, pages=PAGES, repetitions=3):
     """``{page: (first render, rerun)}`` in seconds, medians over ``repetitions`` fresh AppTests, each
     with the long session selected."""
     from streamlit.testing.v1 import AppTest
 
+    # Each AppTest run in bare mode warns of a missing script context, once per run.
+    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").setLevel(logging.ERROR)
     os.environ["MEMORYLAB_DB"] = str(target)
     AppTest.from_file(str(ROOT / "pages" / "sessions.py"), default_timeout=600).run()  # imports, caches
     times = {}

@@ -3,7 +3,7 @@ import streamlit as st
 from memorylab import MemoryLabError
 from memorylab.messages import is_tool_part
 from memorylab.history.overlays import is_summary_message
-from pages.common import active_leaf, completion_settings, select_leaf, setup_page
+from pages.common import active_leaf, branch_history, branch_key, completion_settings, select_leaf, setup_page
 
 store, session = setup_page("Chat")
 if session is None:
@@ -53,11 +53,15 @@ def render_parts(message):
                     st.code(output if isinstance(output, str) else str(output), language=None, wrap_lines=True)
 
 
-def branch_switcher(message, column):
+@st.cache_data(max_entries=32, show_spinner=False)
+def sibling_ids(branch, parent_ids, _session):
+    """``{parent id: its children's ids, oldest first}`` for the drawn messages, read once per branch
+    version (a regeneration or an edit is a new message, so it makes a new version)."""
+    return {parent_id: [m["id"] for m in _session.get_branches(parent_id)] for parent_id in parent_ids}
+
+
+def branch_switcher(message, column, siblings):
     """◀ n/m ▶ between the siblings of ``message`` (regenerations and edits)."""
-    if message["parent_id"] is None:
-        return
-    siblings = [m["id"] for m in session.get_branches(message["parent_id"])]
     if len(siblings) < 2:
         return
     index = siblings.index(message["id"])
@@ -87,7 +91,7 @@ def run_turn(make_stream):
 
 with chat_column:
     st.title("Chat")
-    history = session.compaction_context(leaf_id)  # the branch, read once for the chat, the budget and the request
+    history = branch_history(session, leaf_id)  # read once per branch version, for the chat, budget and request
     # A long branch draws only its newest messages: Streamlit pays for every element on every rerun.
     window_key = f"chat_window_{session.session_id}_{leaf_id}"
     shown = st.session_state.get(window_key, SHOWN_MESSAGES)
@@ -102,7 +106,10 @@ with chat_column:
         if st.button(f"Show {earlier} earlier messages", key="chat_earlier", icon="⬆️"):
             st.session_state[window_key] = shown + earlier
             st.rerun()
-    for message in history[len(history) - shown:]:
+    window = history[len(history) - shown:]
+    siblings = sibling_ids(branch_key(session, leaf_id), tuple(m["parent_id"] for m in window if m.get("parent_id")),
+                           session)
+    for message in window:
         if is_summary_message(message):
             with st.chat_message("assistant", avatar="🗜️"):
                 covered = message["metadata"]["compaction"]["covered_messages"]
@@ -117,12 +124,17 @@ with chat_column:
                 if actions[0].button("↻", key=f"regen_{message['id']}", help="Regenerate: a new sibling branch"):
                     st.session_state["pending"] = ("regenerate", message["id"], None)
             if message["role"] == "user":
-                with actions[0].popover("✎", help="Edit: fork a new branch from here"):
-                    edited = st.text_area("Edited message", message["parts"][0].get("text", "") if message["parts"] else "",
-                                          key=f"edit_text_{message['id']}")
-                    if st.button("Fork and answer", key=f"fork_{message['id']}"):
-                        st.session_state["pending"] = ("edit", message["id"], edited)
-            branch_switcher(message, actions[2])
+                # Its text box is drawn only while open: fifty of them would cost every rerun.
+                editor = actions[0].popover("✎", help="Edit: fork a new branch from here",
+                                            key=f"edit_{message['id']}", on_change="rerun")
+                if editor.open:
+                    with editor:
+                        edited = st.text_area("Edited message",
+                                              message["parts"][0].get("text", "") if message["parts"] else "",
+                                              key=f"edit_text_{message['id']}")
+                        if st.button("Fork and answer", key=f"fork_{message['id']}"):
+                            st.session_state["pending"] = ("edit", message["id"], edited)
+            branch_switcher(message, actions[2], siblings.get(message["parent_id"], ()))
 
     turn_area = st.container()  # a new turn streams here, above the input box
     prompt = st.chat_input("Message the agent")
@@ -145,7 +157,7 @@ with side_column:
     frozen = session.freeze_system_prompt()
     with st.expander(f"Frozen system prompt ({len(frozen):,} characters)"):
         st.code(frozen or "(no context blocks)", language=None, wrap_lines=True)
-    estimate = history.tokens()
+    estimate = session.estimate_context_tokens(leaf_id, history=history)
     threshold = st.number_input("Compaction threshold (tokens)", 100, 1_000_000, 6000, step=500, key="chat_threshold")
     st.progress(min(estimate / threshold, 1.0),
                 text=f"{estimate:,} estimated tokens of {threshold:,} ({estimate / threshold:.0%})")
@@ -161,16 +173,20 @@ with side_column:
                   delta=f"{estimate - counted['tokens']:+,} estimate drift", delta_color="off", help=counted["note"])
     sent = st.session_state.get("last_request") or {}
     request = sent.get("request") if sent.get("session") == session.session_id else None
-    request = request or runner.build_request(leaf_id, history=history)
-    if request.get("memories"):
-        with st.expander(f"Long-term memories injected ({len(request['memories'])})"):
-            for memory in request["memories"]:
+    memories = request["memories"] if request else runner.recall(leaf_id)
+    if memories:
+        with st.expander(f"Long-term memories injected ({len(memories)})"):
+            for memory in memories:
                 st.caption(f"[{memory['scope']}] {memory['summary']}")
-    with st.expander("View the exact request"):
-        st.caption("The last request sent on this session" if sent.get("session") == session.session_id
+    # Built only while open: converting a long branch to the request's messages is the costly part.
+    preview = st.expander("View the exact request", key="chat_request_preview", on_change="rerun")
+    with preview:
+        st.caption("The last request sent on this session" if request
                    else "What the next turn would send (nothing sent yet)")
-        st.json({"model": request["model"], "messages": request["messages"], "tools": request["tools"]},
-                expanded=False)
+        if preview.open:
+            request = request or runner.build_request(leaf_id, history=history)
+            st.json({"model": request["model"], "messages": request["messages"], "tools": request["tools"]},
+                    expanded=False)
     errors = chat_errors(session)
     if errors:
         with st.expander(f"Model errors ({len(errors)})", expanded=False):

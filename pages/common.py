@@ -245,6 +245,26 @@ def active_leaf(session):
     return latest["id"] if latest else None
 
 
+def branch_key(session, leaf_id):
+    """What names the overlaid history of a branch between reruns: the database, the session, the
+    leaf, and what changes when the session gains a message (its newest one), loses one (its update
+    time) or gains or loses an overlay. Three one-row reads, so every rerun can afford it."""
+    overlays = tuple(overlay["id"] for overlay in session.get_compactions())
+    return (database_target(), session.tenant_id, session.agent_id, session.session_id, leaf_id,
+            session.get_latest_leaf_id(), session.info["updated_at"], overlays)
+
+
+def branch_history(session, leaf_id):
+    """The overlaid history of the branch ending at ``leaf_id``, read once per ``branch_key`` and
+    shared by every rerun and page: read-only, callers must not change it or its messages."""
+    return _branch_history(branch_key(session, leaf_id), session, leaf_id)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Reading the branch…")
+def _branch_history(key, _session, _leaf_id):
+    return _session.get_history(_leaf_id)
+
+
 _MARKDOWN_SPECIALS = set("\\`*_{}[]()#+-.!|<>~$:")
 
 

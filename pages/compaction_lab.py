@@ -8,7 +8,7 @@ from memorylab.lab.frames import to_dataframe
 from memorylab.lab.samples import sample_facts
 from memorylab.history.truncation import stored_bytes
 from memorylab.lab.viz import compaction_figure
-from pages.common import active_leaf, completion_settings, session_page
+from pages.common import active_leaf, branch_history, branch_key, completion_settings, session_page
 
 store, session = session_page(
     "Compaction lab",
@@ -17,8 +17,36 @@ store, session = session_page(
 )
 
 leaf_id = active_leaf(session)
-history = session.get_history(leaf_id)
+branch = branch_key(session, leaf_id)
+history = branch_history(session, leaf_id)
 model = st.session_state.get("model")
+
+
+# Everything below the widgets is a pure function of the branch and the settings, so each is computed
+# once per branch version and settings (cache_resource: shared, read-only) and reruns reuse it.
+@st.cache_resource(max_entries=16, show_spinner=False)
+def plan_or_error(branch, settings, template, _history):
+    try:
+        return plan_compaction(_history, prompt_template=template, **settings), None
+    except MemoryLabError as error:
+        return None, str(error)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def plan_table_and_figure(branch, settings, template, _plan):
+    return to_dataframe(_plan), compaction_figure(_plan)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def stored_sizes(branch, _history):
+    return [stored_bytes(message) for message in _history]
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def shortened_messages(branch, settings, _history):
+    """``(original, shortened)`` of each message that micro-compaction with ``settings`` cuts."""
+    truncated = truncate_older_messages(_history, **settings)
+    return [(before, after) for before, after in zip(_history, truncated) if before is not after]
 
 
 def setting_controls(prefix, container, defaults):
@@ -32,13 +60,6 @@ def setting_controls(prefix, container, defaults):
         "min_tail_messages": columns[2].number_input("Min tail messages", 0, 100, defaults["min_tail_messages"],
                                                      key=f"{prefix}_min_tail"),
     }
-
-
-def plan_or_error(settings, template):
-    try:
-        return plan_compaction(history, prompt_template=template, **settings), None
-    except MemoryLabError as error:
-        return None, str(error)
 
 
 def summarize(plan, summarizer_model):
@@ -61,11 +82,11 @@ with preview_tab:
                                       help="Messages larger than this are shrunk before they are stored.")
     template = st.text_area("Summary prompt template", DEFAULT_SUMMARY_TEMPLATE, height=200, key="main_template",
                             help="Placeholders: {transcript}, {previous_summary}, {target_tokens}.")
-    plan, error = plan_or_error(settings, template)
-    estimate = session.estimate_context_tokens(leaf_id)
-    oversized = [m["id"] for m in history if stored_bytes(m) > row_limit]
+    plan, error = plan_or_error(branch, settings, template, history)
+    estimate = session.estimate_context_tokens(leaf_id, history=history)
+    oversized = sum(size > row_limit for size in stored_sizes(branch, history))
     st.caption(f"Request estimate now: {estimate:,} tokens ({'over' if estimate > threshold else 'under'} the "
-               f"threshold of {threshold:,}). Messages over the row size limit on this branch: {len(oversized)}.")
+               f"threshold of {threshold:,}). Messages over the row size limit on this branch: {oversized}.")
     if error:
         st.error(error)
     elif plan is None:
@@ -78,8 +99,9 @@ with preview_tab:
                           delta=f"{plan.tokens_after - plan.tokens_before:,}", delta_color="inverse")
         metrics[2].metric("Messages summarized", len(plan.middle))
         metrics[3].metric("Summary target", f"{plan.target_summary_tokens:,} tok")
-        st.plotly_chart(compaction_figure(plan), width="stretch", config={"displaylogo": False})
-        st.dataframe(to_dataframe(plan), hide_index=True, width="stretch", height=260)
+        table, figure = plan_table_and_figure(branch, settings, template, plan)
+        st.plotly_chart(figure, width="stretch", config={"displaylogo": False})
+        st.dataframe(table, hide_index=True, width="stretch", height=260)
         if plan.previous_summary:
             st.info("An earlier summary lies in this span: the model is asked to update it, not start over.")
         with st.expander("The exact prompt"):
@@ -124,7 +146,7 @@ with ab_tab:
         column.markdown(f"**Setting {name}**")
         variant_settings = setting_controls(name, column, defaults)
         variant_model = column.text_input("Summarizer model", value=model or "", key=f"{name}_model")
-        variant_plan, variant_error = plan_or_error(variant_settings, None)
+        variant_plan, variant_error = plan_or_error(branch, variant_settings, None, history)
         variants[name] = (variant_plan, variant_model, variant_error)
         if variant_error:
             column.error(variant_error)
@@ -182,9 +204,8 @@ with micro_tab:
     keep_recent = columns[0].number_input("Keep recent (messages)", 0, 100, 4)
     max_tool = columns[1].number_input("Max tool output chars", 0, 100_000, 500, step=100)
     max_text = columns[2].number_input("Max text chars", 0, 1_000_000, 10_000, step=1000)
-    truncated = truncate_older_messages(history, keep_recent=keep_recent, max_tool_output_chars=max_tool,
-                                        max_text_chars=max_text)
-    changed = [(before, after) for before, after in zip(history, truncated) if before is not after]
+    changed = shortened_messages(branch, {"keep_recent": keep_recent, "max_tool_output_chars": max_tool,
+                                          "max_text_chars": max_text}, history)
     st.metric("Messages shortened before sending", len(changed),
               delta=f"{sum(a['tokens'] for _, a in changed) - sum(b['tokens'] for b, _ in changed):,} tokens",
               delta_color="inverse")

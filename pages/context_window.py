@@ -1,15 +1,22 @@
 import pandas as pd
 import streamlit as st
 
-from memorylab.history.budget import request_breakdown
+from memorylab.history.budget import HistoryBudget, prompt_and_tool_rows
 from memorylab.lab.viz import context_window_figure
-from pages.common import active_leaf, session_page
+from pages.common import active_leaf, branch_history, branch_key, session_page
 
 store, session = session_page(
     "Context window",
     "What the next request on the active branch holds: the frozen system prompt block by block, "
     "the tool schemas, compaction summaries and the messages after micro-compaction.",
 )
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def history_budget(branch, _session, _leaf_id):
+    """One budget per branch version: moving a setting answers from its totals, not the messages."""
+    return HistoryBudget(branch_history(_session, _leaf_id))
+
 
 leaf_id = active_leaf(session)
 settings = st.columns(3)
@@ -20,7 +27,8 @@ threshold = settings[1].number_input("Compaction threshold (tokens)", min_value=
 keep_recent = settings[2].number_input("Messages kept whole (micro-compaction)", min_value=0, value=4,
                                        help="Older tool outputs over 500 characters and texts over 10,000 are cut.")
 
-rows = request_breakdown(session, leaf_id, micro_compaction={"keep_recent": int(keep_recent)})
+budget = history_budget(branch_key(session, leaf_id), session, leaf_id)
+rows = prompt_and_tool_rows(session) + budget.rows(int(keep_recent))
 total = sum(r["tokens"] for r in rows)
 figure = context_window_figure(rows, context_limit=int(context_limit), threshold=int(threshold))
 st.plotly_chart(figure, width="stretch", config={"displaylogo": False})
@@ -46,7 +54,7 @@ if st.button("Count with the model's tokenizer"):
     from memorylab.llm.models import count_tokens
 
     with st.spinner("Loading litellm and counting…"):
-        request = build_request(session, leaf_id)
+        request = build_request(session, leaf_id, history=branch_history(session, leaf_id))
         counted = count_tokens(request["messages"], model, tools=request.get("tools"))
     exact = counted["tokens"]
     drift = (total - exact) / exact if exact else 0

@@ -5,7 +5,7 @@ import streamlit as st
 from memorylab import MemoryLabError, Session, to_dataframe
 from memorylab.memory.longterm import LongTermMemory
 from memorylab.lab.samples import LONGTERM_WORKSPACE
-from pages.common import completion_settings, escape_markdown, open_message, setup_page
+from pages.common import PICKER_SIZE, completion_settings, escape_markdown, open_message, setup_page
 
 store, session = setup_page("Long-term memory")
 st.title("Long-term memory")
@@ -20,6 +20,18 @@ except MemoryLabError as error:
     st.error(str(error))
     st.stop()
 records_tab, retrieval_tab, add_tab = st.tabs(["Records", "Retrieval run", "Add a record"])
+
+
+def session_choice(label, key):
+    """A session id from the newest ``PICKER_SIZE`` sessions whose id or title holds what is typed
+    beside it (searched in SQL), the session selected in the sidebar first."""
+    left, right = st.columns(2)
+    search = left.text_input(f"Find a session ({label.lower()})", key=f"{key}_search", placeholder="id or title")
+    ids = [row["session_id"] for row in store.sessions.list(search=search.strip() or None, limit=PICKER_SIZE)]
+    if session is not None and not search.strip():
+        ids = [session.session_id] + [i for i in ids if i != session.session_id]
+    return right.selectbox(label, ids, key=key)
+
 
 with records_tab:
     filters = st.columns(2)
@@ -46,7 +58,7 @@ with records_tab:
                 expanded=False)
         message_ids = chosen["provenance"].get("message_ids") or []
         if chosen["session_id"] and message_ids:
-            source = [r for r in store.sessions.list() if r["session_id"] == chosen["session_id"]]
+            source = store.sessions.list(session_id=chosen["session_id"], limit=1)
             if source and st.button(f"Open the source message {message_ids[0]} in the tree"):
                 ref = (source[0]["tenant_id"], source[0]["agent_id"], chosen["session_id"])
                 open_message(ref, message_ids[0], Session.open(store, ref[2], tenant_id=ref[0], agent_id=ref[1]))
@@ -68,9 +80,7 @@ with records_tab:
 with retrieval_tab:
     prompt = st.text_area("Prompt", "Where is my refund for A-4471, and how will you contact me?", height=80,
                           key="ltm_prompt")
-    session_ids = [r["session_id"] for r in store.sessions.list()]
-    default = session_ids.index(session.session_id) if session and session.session_id in session_ids else 0
-    target = st.selectbox("As session", session_ids, index=default, key="ltm_target")
+    target = session_choice("As session", "ltm_target")
     use_model = st.checkbox(f"Plan and rerank with the model ({st.session_state['model']})", key="ltm_use_model",
                             help="Off: the prompt is the query and candidates keep their keyword order.")
     if st.button("Run prepare_request", type="primary"):
@@ -106,12 +116,12 @@ with retrieval_tab:
             st.json(diagnostics)
 
 with add_tab:
+    new_session = session_choice("Session (for SESSION_MEMORY)", "ltm_new_session")
     with st.form("ltm_add", clear_on_submit=True):
         summary = st.text_input("Summary")
-        columns = st.columns(3)
+        columns = st.columns(2)
         new_scope = columns[0].selectbox("Scope", ["GLOBAL_MEMORY", "SESSION_MEMORY"])
-        new_session = columns[1].selectbox("Session (for SESSION_MEMORY)", [r["session_id"] for r in store.sessions.list()])
-        importance = columns[2].slider("Importance", 0.0, 1.0, 0.5)
+        importance = columns[1].slider("Importance", 0.0, 1.0, 0.5)
         tags = st.text_input("Tags (comma-separated)")
         if st.form_submit_button("Add record", type="primary"):
             try:

@@ -13,26 +13,32 @@ MEMORY_TABLE = {
     "last_role": "spoke last", "last_message": st.column_config.TextColumn("last message", max_chars=120),
     "summary": st.column_config.TextColumn(max_chars=120),
 }
+AGENT_CHOICES = 100  # agents the picker offers, busiest first; the admin tab reaches any other by id
+KV_PAGE = 100
 
 store, session = setup_page("Sessions and memory")
 st.title("Sessions and memory")
 st.caption("The memory manager's view: one memory per person or channel (a memory key is a session), "
            "with statuses and summaries; the KV store beside it; and admin access across agents.")
 
-tenants = sorted({row["tenant_id"] for row in store.sessions.list()} | {"default"})
+tenants = sorted(set(store.agents.tenants()) | {"default"})
 tenant = st.selectbox("Tenant", tenants, index=tenants.index("default"), key="memory_tenant")
 admin = MemoryAdmin(store, tenant_id=tenant)
-agents = admin.agents()
+# The busiest agent first: it shows the most of what the manager keeps.
+agents = admin.agents(busiest_first=True, limit=AGENT_CHOICES)
 memories_tab, kv_tab, admin_tab, identity_tab = st.tabs(["Memories", "KV store", "Cross-agent admin", "Identify"])
 
 with memories_tab:
     if not agents:
         st.info("This tenant has no agents yet: an agent exists once a Memory or Session used its id.")
     else:
-        # The busiest agent first: it shows the most of what the manager keeps.
         agent_names = {f"{a['agent_id']}" + (f" ({a['name']})" if a.get("name") else "") + f" · {a['session_count']} memories": a["agent_id"]
-                       for a in sorted(agents, key=lambda a: -a["session_count"])}
-        agent_id = agent_names[st.selectbox("Agent", list(agent_names), key="memory_agent")]
+                       for a in agents}
+        agent_count = admin.agent_count()
+        agent_id = agent_names[st.selectbox(
+            "Agent", list(agent_names), key="memory_agent",
+            help=None if agent_count <= AGENT_CHOICES else
+            f"The {AGENT_CHOICES} busiest of {agent_count:,} agents; reach any other in Cross-agent admin.")]
         memory = Memory(store, agent_id=agent_id, tenant_id=tenant)
         filters = st.columns(4)
         inactive = filters[0].checkbox("Inactive since…", key="memory_inactive")
@@ -87,10 +93,15 @@ with kv_tab:
     pattern = columns[1].text_input("Keys matching (glob: * and ?)", value="*", key="kv_pattern")
     try:
         kv = KVStore(store, tenant_id=tenant, namespace=namespace)
-        entries = kv.list_entries(pattern, limit=1000)
+        total = kv.count(pattern)
+        offset = 0
+        if total > KV_PAGE:
+            offset = int(columns[2].number_input(f"Skip (shows {KV_PAGE} at a time)", 0, None, 0, step=KV_PAGE,
+                                                 key="kv_offset"))
+        entries = kv.list_entries(pattern, limit=KV_PAGE, offset=offset)
     except MemoryLabError as error:
         st.error(str(error))
-        entries = []
+        total, entries = 0, []
     now = dt.datetime.now(dt.timezone.utc)
 
     def expires_in(entry):
@@ -99,7 +110,7 @@ with kv_tab:
         left = dt.datetime.fromisoformat(entry["expires_at"].replace("Z", "+00:00")) - now
         return f"in {int(left.total_seconds()):,} s"
 
-    columns[2].metric("Entries", len(entries))
+    columns[2].metric("Entries", f"{total:,}")
     if entries:
         table = to_dataframe(entries)
         table["value"] = [json.dumps(value, ensure_ascii=False) for value in table["value"]]

@@ -1,3 +1,5 @@
+import math
+
 import streamlit as st
 
 from memorylab import to_dataframe
@@ -5,50 +7,68 @@ from memorylab import to_dataframe
 from pages.common import link_to, offer_samples, select_session, setup_page
 from pages.importing import import_panel
 
+PAGE_SIZE = 100  # rows at once: a store of thousands of sessions is paged and searched in SQL
+
 store, session = setup_page("Sessions")
-sessions = store.sessions.list()
+total = store.sessions.count()
 
 st.title("Sessions")
 st.caption(f"Every conversation in `{store.path}`, with its branches and stored token estimate. "
            "Select a row to open it on every page.")
-import_panel(store, expanded=not sessions)
-if not sessions:
+import_panel(store, expanded=not total)
+if not total:
     offer_samples(store)
 
-totals = st.columns(4)
-totals[0].metric("Sessions", len(sessions))
-totals[1].metric("Messages", f"{sum(s['message_count'] for s in sessions):,}")
-totals[2].metric("Branches", f"{sum(s['branch_count'] for s in sessions):,}")
-totals[3].metric("Tokens (estimate)", f"{sum(s['tokens'] for s in sessions):,}")
+controls = st.columns([3, 1])
+search = controls[0].text_input("Find sessions", key="sessions_search", placeholder="part of an id or a title")
+search = search.strip() or None
+matching = store.sessions.count(search=search) if search else total
+pages = math.ceil(matching / PAGE_SIZE)
+page = 1
+if pages > 1:
+    # A narrower search has fewer pages: the page chosen before may no longer exist.
+    st.session_state["sessions_page"] = min(st.session_state.get("sessions_page", 1), pages)
+    page = controls[1].number_input(f"Page (of {pages:,})", 1, pages, key="sessions_page")
+sessions = store.sessions.list(search=search, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
 
-table = to_dataframe(sessions)[["session_id", "title", "agent_id", "tenant_id", "message_count", "branch_count",
-                                  "tokens", "updated_at"]].rename(columns={
-    "session_id": "session", "agent_id": "agent", "tenant_id": "tenant", "message_count": "messages",
-    "branch_count": "branches", "updated_at": "updated"})
-event = st.dataframe(
-    table,
-    hide_index=True,
-    width="stretch",
-    on_select="rerun",
-    selection_mode="single-row",
-    key="sessions_table",
-    column_config={
-        "messages": st.column_config.NumberColumn(help="Stored messages on all branches"),
-        "branches": st.column_config.NumberColumn(help="Leaves: one per root-to-leaf path"),
-        "tokens": st.column_config.ProgressColumn(
-            help="Estimated tokens of every stored message", format="%d",
-            min_value=0, max_value=max(int(table["tokens"].max()), 1),
-        ),
-        "updated": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
-    },
-)
-selected = event.selection.rows if event else []
-if selected:
-    row = sessions[selected[0]]
-    ref = (row["tenant_id"], row["agent_id"], row["session_id"])
-    if ref != st.session_state.get("session_ref"):
-        select_session(ref)
-        st.rerun()
+totals = st.columns(4)
+totals[0].metric("Sessions", f"{matching:,}" if matching == total else f"{matching:,} of {total:,}")
+shown = " on this page" if pages > 1 else ""  # sums of the rows listed, so say so when they are not all
+totals[1].metric(f"Messages{shown}", f"{sum(s['message_count'] for s in sessions):,}")
+totals[2].metric(f"Branches{shown}", f"{sum(s['branch_count'] for s in sessions):,}")
+totals[3].metric(f"Tokens{shown} (estimate)", f"{sum(s['tokens'] for s in sessions):,}")
+if not sessions:
+    st.info(f"No session's id or title holds “{search}”.")
+else:
+    table = to_dataframe(sessions)[["session_id", "title", "agent_id", "tenant_id", "message_count", "branch_count",
+                                      "tokens", "updated_at"]].rename(columns={
+        "session_id": "session", "agent_id": "agent", "tenant_id": "tenant", "message_count": "messages",
+        "branch_count": "branches", "updated_at": "updated"})
+    event = st.dataframe(
+        table,
+        hide_index=True,
+        width="stretch",
+        on_select="rerun",
+        selection_mode="single-row",
+        # One table per page and search: a row selected on one page must not select that row of the next.
+        key=f"sessions_table:{search}:{page}",
+        column_config={
+            "messages": st.column_config.NumberColumn(help="Stored messages on all branches"),
+            "branches": st.column_config.NumberColumn(help="Leaves: one per root-to-leaf path"),
+            "tokens": st.column_config.ProgressColumn(
+                help="Estimated tokens of every stored message", format="%d",
+                min_value=0, max_value=max(int(table["tokens"].max()), 1),
+            ),
+            "updated": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
+        },
+    )
+    selected = event.selection.rows if event else []
+    if selected:
+        row = sessions[selected[0]]
+        ref = (row["tenant_id"], row["agent_id"], row["session_id"])
+        if ref != st.session_state.get("session_ref"):
+            select_session(ref)
+            st.rerun()
 
 if session is not None:
     description = session.info["metadata"].get("description")

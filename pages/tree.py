@@ -2,51 +2,106 @@ import pandas as pd
 import streamlit as st
 
 from memorylab.lab.frames import to_dataframe
-from memorylab.messages import message_text
-from memorylab.lab.viz import tree_figure
-from pages.common import active_leaf, select_leaf, session_page
+from memorylab.lab.treeview import SessionTree, preview
+from memorylab.lab.viz import VIEW_COLUMNS, tree_layout_figure
+from memorylab.shapes import Messages
+from pages.common import active_leaf, branch_key, select_leaf, session_page
+
+PATH_PAGE = 50  # rows of the active path shown at first, and added by each "Show earlier" click
+
+
+@st.cache_resource(max_entries=4, show_spinner="Reading the session's tree…")
+def session_tree(key, _session):
+    """The session's messages indexed once per version of the session (``branch_key`` without a leaf)
+    and shared by every rerun: read-only."""
+    return SessionTree.of(_session)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def tree_view(key, _tree, leaf_id, overlays, opened, focus):
+    """(layout, figure, overlaid history) of one way of looking at the tree: read-only, shared."""
+    layout = _tree.layout(overlays, active_leaf=leaf_id, opened=opened)
+    return layout, tree_layout_figure(layout, focus=focus), _tree.history(leaf_id, overlays)
+
+
+def choose_leaf(leaf_id):
+    select_leaf(leaf_id)
+    st.session_state.pop("tree_focus", None)
+    st.rerun()
+
+
+def focus_on_opened_run():
+    """A run just picked in "Opened runs" is where the chart opens."""
+    opened = st.session_state["tree_open_runs"]
+    st.session_state["tree_focus"] = opened[-1] if opened else None
+
 
 store, session = session_page("Tree")
 
 leaf_id = active_leaf(session)
-leaves = session.get_leaves()
-stats = session.stats()
+key = branch_key(session, None)
+tree = session_tree(key, session)
+overlays = session.get_compactions()
+opened = tuple(st.session_state.get("tree_open_runs", ()))
+layout, figure, history = tree_view(key, tree, leaf_id, overlays, opened, st.session_state.get("tree_focus"))
+leaves = tree.leaves()
+
 left, middle, right, far = st.columns(4)
-left.metric("Messages", stats["messages"])
-middle.metric("Branches", stats["branches"])
-right.metric("Active path", f"{session.get_path_length(leaf_id)} msgs")
-far.metric("History tokens", f"{session.get_history_tokens(leaf_id):,}",
+left.metric("Messages", f"{len(tree):,}")
+middle.metric("Branches", len(leaves))
+right.metric("Active path", f"{len(layout.active_path):,} msgs")
+far.metric("History tokens", f"{sum(m['tokens'] for m in history):,}",
            help="Estimated tokens of the active path as sent: overlays applied, stored estimates summed")
 
-st.caption("Click a node to make its branch active on every page. Diamonds are branch points, squares "
-           "are collapsed runs of messages, purple bands are compaction summaries (hover for the text).")
-event = st.plotly_chart(tree_figure(session, leaf_id), on_select="rerun", selection_mode="points",
-                        key="tree_chart", width="stretch", config={"scrollZoom": True, "displaylogo": False})
+st.caption("Click a node to make its branch active on every page; click a square (a collapsed run of messages) "
+           "to open it. Diamonds are branch points, purple bands are compaction summaries (hover for the text)."
+           + (" Drag or use the slider below the tree to move along it, scroll to zoom." if layout.width > VIEW_COLUMNS else ""))
+# A fresh chart key after each handled click: the old selection must not fire again on the next rerun.
+clicks = st.session_state.setdefault("tree_clicks", 0)
+event = st.plotly_chart(figure, on_select="rerun", selection_mode="points", key=f"tree_chart_{clicks}",
+                        width="stretch", config={"scrollZoom": True, "displaylogo": False})
 points = (event or {}).get("selection", {}).get("points", []) if event else []
-if points and points[0].get("customdata") and points[0]["customdata"] != leaf_id:
-    select_leaf(points[0]["customdata"])
-    st.rerun()
+clicked = layout.nodes.get(points[0].get("customdata")) if points else None
+if clicked is not None:
+    st.session_state["tree_clicks"] = clicks + 1
+    if clicked.is_group:
+        st.session_state["tree_open_runs"] = [*opened, clicked.run]
+        st.session_state["tree_focus"] = clicked.run
+        st.rerun()
+    if clicked.id != leaf_id:
+        choose_leaf(clicked.id)
+
+if layout.runs:
+    st.session_state["tree_open_runs"] = [run for run in opened if run in layout.runs]
+    st.multiselect(
+        "Opened runs", list(layout.runs), key="tree_open_runs", on_change=focus_on_opened_run,
+        format_func=lambda run: f"{layout.runs[run][0]} … {layout.runs[run][-1]} ({len(layout.runs[run])} msgs)",
+        help="Long chains of single-child messages are drawn as one square. Pick one (or click it) to draw "
+             "its messages; remove it to collapse it again.")
 
 # Plain-string options (one per branch, named by its leaf) map back to leaf ids.
-branch_names = {f"{leaf['id']} · {message_text(leaf)[:60] or leaf['role']}": leaf["id"] for leaf in leaves}
+branch_names = {f"{leaf} · {preview(tree.messages[leaf], 60)}": leaf for leaf in leaves}
 if leaf_id not in branch_names.values():  # a message inside a branch was clicked: chat continues from it
     branch_names = {f"{leaf_id} · the selected message (new turns fork here)": leaf_id, **branch_names}
 names = list(branch_names)
 current = next((i for i, name in enumerate(names) if branch_names[name] == leaf_id), 0)
 chosen = st.selectbox("Active branch (by its leaf)", names, index=current)
 if branch_names[chosen] != leaf_id:
-    select_leaf(branch_names[chosen])
-    st.rerun()
+    choose_leaf(branch_names[chosen])
 
 st.subheader("Active path")
-history = session.get_history(leaf_id)
-children = session.get_child_counts()
-path_table = to_dataframe(history)[["id", "role", "text", "tools", "tokens", "created_at"]]
-path_table["children"] = path_table["id"].map(children).fillna(0).astype(int)
+shown = st.session_state.setdefault("tree_path_rows", PATH_PAGE)
+window = history[-shown:]
+path_table = to_dataframe(Messages(window))[["id", "role", "text", "tools", "tokens", "created_at"]]
+path_table["children"] = [len(tree.children.get(m["id"], ())) for m in window]
 st.dataframe(path_table, hide_index=True, width="stretch",
              column_config={"text": st.column_config.TextColumn(width="large")})
+if len(window) < len(history):
+    st.caption(f"The newest {len(window):,} of {len(history):,} messages on this path (overlays applied).")
+    if st.button(f"Show {PATH_PAGE} earlier"):
+        st.session_state["tree_path_rows"] = shown + PATH_PAGE
+        st.rerun()
 
-overlays = session.get_compactions()
 if overlays:
     st.subheader("Compaction overlays")
     st.dataframe(pd.DataFrame(overlays)[["id", "from_id", "to_id", "summary", "created_at"]], hide_index=True,

@@ -357,20 +357,24 @@ class Session:
 
     # -- compaction ----------------------------------------------------------------------------
 
-    def compaction_context(self, leaf_id=None, *, token_counter=None) -> CompactionContext:
+    def compaction_context(self, leaf_id=None, *, token_counter=None, history=None) -> CompactionContext:
         """The ``CompactionContext`` of the branch ending at ``leaf_id`` (default: the latest leaf):
-        what a request would send, as token counters and compact functions receive it."""
+        what a request would send, as token counters and compact functions receive it.
+        ``history`` is that branch's overlaid history when the caller has already read it."""
         leaf_id = leaf_id or self.storage.latest_leaf_id()
+        if history is None:
+            history = self.get_history(leaf_id) if leaf_id else []
         return CompactionContext(
-            self.get_history(leaf_id) if leaf_id else [], system_prompt=self.context.current_prompt(),
+            history, system_prompt=self.context.current_prompt(),
             blocks=self.get_context_blocks, leaf_id=leaf_id,
             token_counter=token_counter or self._compact_token_counter,
         )
 
-    def estimate_context_tokens(self, leaf_id=None, *, token_counter=None) -> int | float:
+    def estimate_context_tokens(self, leaf_id=None, *, token_counter=None, history=None) -> int | float:
         """What a request would hold, in tokens: ``token_counter(context)`` when one is given (here or
-        to ``compact_after``), else the stored estimates of the overlaid history plus the system prompt."""
-        return self.compaction_context(leaf_id, token_counter=token_counter).tokens()
+        to ``compact_after``), else the stored estimates of the overlaid history plus the system prompt.
+        ``history`` is that branch's overlaid history when the caller has already read it."""
+        return self.compaction_context(leaf_id, token_counter=token_counter, history=history).tokens()
 
     def compact(self, leaf_id=None) -> Overlay | None:
         """Run the registered compaction on the branch ending at ``leaf_id`` (default: latest leaf).

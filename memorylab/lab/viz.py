@@ -3,7 +3,7 @@ import html
 
 import plotly.graph_objects as go
 
-from .treeview import tree_layout
+from .treeview import SessionTree
 
 ROLE_COLORS = {"user": "#2563eb", "assistant": "#16a34a", "tool": "#ea580c", "system": "#6b7280",
                "group": "#a855f7"}
@@ -24,62 +24,79 @@ def _hover(text, width=80):
 
 
 def tree_figure(session, leaf_id=None, *, collapse_over=400, height=None):
-    """The whole tree of ``session``: nodes by role, the active path highlighted, overlays as bands.
+    """The whole tree of ``session``: nodes by role, the active path highlighted, overlays as bands."""
+    leaf_id = leaf_id or session.get_latest_leaf_id()
+    layout = SessionTree.of(session).layout(session.get_compactions(), active_leaf=leaf_id,
+                                            collapse_over=collapse_over)
+    return tree_layout_figure(layout, height=height)
 
-    Each point's ``customdata`` is the message id it selects (a group selects its last member), so
-    ``st.plotly_chart(..., on_select="rerun")`` can make a click the active leaf.
-    """
-    leaf_id = leaf_id or (session.get_latest_leaf() or {}).get("id")
-    layout = tree_layout(session.get_all_messages(), session.get_compactions(), active_leaf=leaf_id,
-                         collapse_over=collapse_over)
-    figure = go.Figure()
+
+VIEW_COLUMNS = 48
+"""Columns a wide tree shows at first; the range slider under it pans over the rest."""
+
+
+def tree_layout_figure(layout, *, focus=None, height=None):
+    """Draw a ``TreeLayout``. Each point's ``customdata`` is its node's id (a message id; for a
+    collapsed run, its first message), so ``st.plotly_chart(..., on_select="rerun")`` can select a
+    message or open a run. A tree wider than ``VIEW_COLUMNS`` opens centred on ``focus`` (a node id;
+    default the active leaf), with a range slider under it that shows and pans the whole tree."""
+    # Traces and shapes as plain dicts, validated once by the Figure: add_trace would copy each again.
+    traces, shapes = [], []
     for band in layout.bands:
         overlay = band["overlay"]
-        figure.add_shape(type="rect", x0=band["x0"], x1=band["x1"], y0=band["y0"], y1=band["y1"],
-                         fillcolor="rgba(168,85,247,0.12)", line={"color": "#a855f7", "dash": "dot"},
-                         layer="below")
-        figure.add_trace(go.Scatter(
-            x=[(band["x0"] + band["x1"]) / 2], y=[band["y1"]], mode="text",
-            text=[f"summary {overlay['id']} ({band['covered']} msgs)"], textposition="top center",
-            hovertext=[_hover(overlay["summary"])], hoverinfo="text", showlegend=False,
-            textfont={"color": "#7e22ce", "size": 11},
-        ))
-    active = set(layout.active_path)
+        shapes.append({"type": "rect", "x0": band["x0"], "x1": band["x1"], "y0": band["y0"], "y1": band["y1"],
+                       "fillcolor": "rgba(168,85,247,0.12)", "line": {"color": "#a855f7", "dash": "dot"},
+                       "layer": "below"})
+        traces.append({
+            "type": "scatter", "x": [(band["x0"] + band["x1"]) / 2], "y": [band["y1"]], "mode": "text",
+            "text": [f"summary {overlay['id']} ({band['covered']} msgs)"], "textposition": "top center",
+            "hovertext": [_hover(overlay["summary"])], "hoverinfo": "text", "showlegend": False,
+            "textfont": {"color": "#7e22ce", "size": 11},
+        })
     for on_path in (False, True):
         xs, ys = [], []
         for parent, child in layout.edges:
             a, b = layout.nodes[parent], layout.nodes[child]
-            if (a.on_active_path and b.on_active_path and bool(set(b.members) & active)) == on_path:
+            if (a.on_active_path and b.on_active_path) == on_path:
                 xs += [a.x, b.x, None]
                 ys += [a.y, b.y, None]
-        figure.add_trace(go.Scatter(
-            x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
-            line={"color": ACTIVE_EDGE if on_path else "#cbd5e1", "width": 3 if on_path else 1.2},
-        ))
+        traces.append({
+            "type": "scatter", "x": xs, "y": ys, "mode": "lines", "hoverinfo": "skip", "showlegend": False,
+            "line": {"color": ACTIVE_EDGE if on_path else "#cbd5e1", "width": 3 if on_path else 1.2},
+        })
     for role, color in ROLE_COLORS.items():
         nodes = [n for n in layout.nodes.values() if n.role == role]
         if not nodes:
             continue
-        figure.add_trace(go.Scatter(
-            x=[n.x for n in nodes], y=[n.y for n in nodes], mode="markers", name=role,
-            customdata=[n.members[-1] for n in nodes],
-            hovertext=[_hover(f"{n.members[-1] if not n.is_group else ''} [{n.role}, {n.tokens} tokens] {n.text}")
-                       for n in nodes],
-            hoverinfo="text",
-            marker={
+        traces.append({
+            "type": "scatter", "x": [n.x for n in nodes], "y": [n.y for n in nodes], "name": role,
+            "customdata": [n.id for n in nodes],
+            # A run's square is labelled with how many messages it holds.
+            "mode": "markers+text" if role == "group" else "markers", "textposition": "top center",
+            "text": [len(n.members) for n in nodes] if role == "group" else None, "textfont": {"size": 10},
+            "hovertext": [_hover(f"{n.id if not n.is_group else 'click to open:'} [{n.role}, {n.tokens} tokens] "
+                                 f"{n.text}") for n in nodes],
+            "hoverinfo": "text",
+            "marker": {
                 "color": color, "size": [14 if n.is_group else (11 if n.children > 1 else 8) for n in nodes],
                 "symbol": ["square" if n.is_group else ("diamond" if n.children > 1 else "circle") for n in nodes],
                 "line": {"color": [ACTIVE_EDGE if n.on_active_path else "white" for n in nodes], "width": 2},
             },
-        ))
-    lanes = max((n.y for n in layout.nodes.values()), default=0) + 1
-    figure.update_layout(
-        height=height or min(900, 220 + 40 * lanes), margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        xaxis={"visible": False}, yaxis={"visible": False, "autorange": "reversed"},
-        legend={"orientation": "h", "y": 1.02, "x": 0}, hovermode="closest", dragmode="pan",
-        plot_bgcolor="white", clickmode="event+select",
-    )
-    return figure
+        })
+    xaxis = {"visible": False}
+    if layout.width > VIEW_COLUMNS:
+        focus = layout.nodes.get(focus) or layout.nodes.get((layout.active_path or [None])[-1])
+        right = min(max(focus.x + VIEW_COLUMNS // 2 if focus else layout.width, VIEW_COLUMNS), layout.width + 1)
+        # The range slider is drawn only under a visible axis; its ticks would mean nothing here.
+        xaxis = {"range": [right - VIEW_COLUMNS, right], "showticklabels": False, "showgrid": False,
+                 "zeroline": False, "rangeslider": {"visible": True, "thickness": 0.15}}
+    return go.Figure(data=traces, layout={
+        "shapes": shapes, "height": height or min(900, 220 + 70 * layout.lanes),
+        "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
+        "xaxis": xaxis, "yaxis": {"visible": False, "range": [layout.lanes - 0.4, -0.6]},
+        "legend": {"orientation": "h", "y": 1.02, "x": 0}, "hovermode": "closest", "dragmode": "pan",
+        "plot_bgcolor": "white", "clickmode": "event+select",
+    })
 
 
 PART_COLORS = {"system prompt": "#6366f1", "tool schemas": "#0ea5e9", "summaries": "#a855f7",

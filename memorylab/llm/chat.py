@@ -111,12 +111,14 @@ class ChatRunner:
         ``build_request`` of the session, with long-term memories recalled for the leaf's text
         when the leaf is a user message. Nothing is stored or sent.
         """
-        memories = self._recall(leaf_id)
+        memories = self.recall(leaf_id)
         request = build_request(self.session, leaf_id, history=history, history_window=self.history_window,
                                 memories=memories)
         return {"model": self.model, **request, "memories": memories}
 
-    def _recall(self, leaf_id):
+    def recall(self, leaf_id=None) -> list[dict]:
+        """The long-term memories a turn ending at user message ``leaf_id`` would inject (``[]`` when
+        the leaf is no user message); cheaper than ``build_request``, which converts the whole branch."""
         if self.long_term is None:
             return []
         try:

@@ -11,11 +11,11 @@ import re
 
 from ..context import Tool
 from ..errors import AmbiguousAgentError, InvalidInputError, NotFoundError
-from .manager import Memory, incoming_message, missing_memory
+from .manager import MAX_LIST_LIMIT, Memory, incoming_message, missing_memory
 from ..messages import utc_now_iso
 from ..history.session import Session
 from ..shapes import MemoryRows, Message, SearchHits
-from ..validation import check_identifier, check_number
+from ..validation import check_identifier, check_number, check_page
 
 MAX_NAME_LENGTH = 100
 MAX_SLUG_LENGTH = 64
@@ -58,9 +58,16 @@ class MemoryAdmin:
     def __repr__(self):
         return f"<MemoryAdmin tenant={self.tenant_id!r}>"
 
-    def agents(self) -> list[dict]:
-        """Every agent of the tenant: ``{"agent_id", "name", "slug", "created_at", "session_count"}``."""
-        return self.store.agents.list(self.tenant_id)
+    def agents(self, *, busiest_first=False, limit=None, offset=0) -> list[dict]:
+        """The tenant's agents, ``{"agent_id", "name", "slug", "created_at", "session_count"}``, by id
+        or with the most sessions first; all of them, or the page ``limit``/``offset`` (paged in SQL)."""
+        if limit is not None:
+            check_page(limit, offset, MAX_LIST_LIMIT)
+        return self.store.agents.list(self.tenant_id, busiest_first=busiest_first, limit=limit, offset=offset)
+
+    def agent_count(self) -> int:
+        """How many agents ``agents`` pages through."""
+        return self.store.agents.count(self.tenant_id)
 
     def resolve_agent(self, agent) -> dict:
         """The agent ``agent`` names: an exact id, else a slug, else a unique case-insensitive name."""

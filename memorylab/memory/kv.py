@@ -131,10 +131,14 @@ def _entry(row):
     return dict(row, value=json.loads(row["value"]))
 
 
-def kv_namespaces(store, *, tenant_id="default") -> list[dict]:
-    """The tenant's namespaces that hold live entries, with their entry counts (for browsers)."""
+def kv_namespaces(store, *, tenant_id="default", limit=None, offset=0) -> list[dict]:
+    """The tenant's namespaces that hold live entries, with their entry counts (for browsers), by
+    name: all of them, or the page ``limit``/``offset``."""
+    if limit is not None:
+        check_page(limit, offset, MAX_PAGE_SIZE)
     now = to_utc_iso(datetime.now(timezone.utc))
-    return store.kv.namespaces(check_identifier(tenant_id, "tenant id"), now=now)
+    return store.kv.namespaces(check_identifier(tenant_id, "tenant id"), now=now,
+                               limit=-1 if limit is None else limit, offset=offset)
 
 
 class KVStore:
@@ -190,6 +194,10 @@ class KVStore:
         return KVRows(_entry(row) for row in self.store.kv.entries(
             *self._scope(), _check_pattern("*" if pattern is None else pattern),
             now=self._now(), limit=limit, offset=offset))
+
+    def count(self, pattern="*") -> int:
+        """How many live entries match ``pattern``: the total ``list_entries`` pages through."""
+        return self.store.kv.count(*self._scope(), _check_pattern(pattern), now=self._now())
 
     def _matching(self, pattern):
         return self.store.kv.entries(*self._scope(), _check_pattern(pattern), now=self._now())

@@ -64,15 +64,27 @@ class AgentDirectory(Repository):
         )
         return [dict(_agent_from_row(r), matched_by=r["matched_by"]) for r in rows]
 
-    def list(self, tenant_id) -> list[dict]:
-        """Every agent of a tenant with its number of sessions, by id."""
+    def list(self, tenant_id, *, busiest_first=False, limit=None, offset=0) -> list[dict]:
+        """A tenant's agents with their number of sessions, by id (or most sessions first), paged in
+        SQL by ``limit`` (None: all) and ``offset``."""
+        order = "session_count DESC, a.agent_id" if busiest_first else "a.agent_id"
         rows = self._all(
-            """SELECT a.*, COUNT(s.pk) AS session_count FROM agents a
+            f"""SELECT a.*, COUNT(s.pk) AS session_count FROM agents a
             LEFT JOIN sessions s ON s.tenant_id = a.tenant_id AND s.agent_id = a.agent_id
-            WHERE a.tenant_id = ? GROUP BY a.tenant_id, a.agent_id ORDER BY a.agent_id""",
-            (tenant_id,),
+            WHERE a.tenant_id = :tenant GROUP BY a.tenant_id, a.agent_id ORDER BY {order}
+            LIMIT :limit OFFSET :offset""",
+            {"tenant": tenant_id, "limit": self._store._NO_LIMIT if limit is None else limit, "offset": offset},
         )
         return [dict(_agent_from_row(r), session_count=r["session_count"]) for r in rows]
+
+    def count(self, tenant_id) -> int:
+        """How many agents ``list`` pages through."""
+        return self._one("SELECT COUNT(*) AS n FROM agents WHERE tenant_id = ?", (tenant_id,))["n"]
+
+    def tenants(self) -> list[str]:
+        """Every tenant that has an agent (so every tenant with a session), sorted: one index scan,
+        where collecting them from the session listing reads every session."""
+        return [r["tenant_id"] for r in self._all("SELECT DISTINCT tenant_id FROM agents ORDER BY tenant_id")]
 
     # -- memory status and listing ---------------------------------------------------------------
 

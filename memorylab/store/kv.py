@@ -12,6 +12,9 @@ _LIVE = "(expires_at IS NULL OR expires_at > :now)"
 
 
 class KVEntries(Repository):
+    def _no_limit(self, limit):
+        return limit if limit >= 0 else self._store._NO_LIMIT
+
     def _purge_expired(self, conn, tenant_id, namespace, now):
         conn.execute(
             "DELETE FROM kv_entries WHERE tenant_id = ? AND namespace = ? AND expires_at <= ?",
@@ -44,16 +47,25 @@ class KVEntries(Repository):
             WHERE tenant_id = :tenant AND namespace = :ns AND {self._store._glob("key", ":glob")} AND {_LIVE}
             ORDER BY key LIMIT :limit OFFSET :offset""",
             {"tenant": tenant_id, "ns": namespace, "glob": self._store._glob_pattern(pattern), "now": now,
-             "limit": limit if limit >= 0 else self._store._NO_LIMIT, "offset": offset},
+             "limit": self._no_limit(limit), "offset": offset},
         )
         return [dict(r) for r in rows]
 
-    def namespaces(self, tenant_id, *, now) -> list[dict]:
-        """``[{"namespace", "entries"}]``: the namespaces of a tenant that hold live entries."""
+    def count(self, tenant_id, namespace, pattern, *, now) -> int:
+        """How many live entries ``entries`` pages through for the same pattern."""
+        return self._one(
+            f"SELECT COUNT(*) AS n FROM kv_entries WHERE tenant_id = :tenant AND namespace = :ns"
+            f" AND {self._store._glob('key', ':glob')} AND {_LIVE}",
+            {"tenant": tenant_id, "ns": namespace, "glob": self._store._glob_pattern(pattern), "now": now},
+        )["n"]
+
+    def namespaces(self, tenant_id, *, now, limit=-1, offset=0) -> list[dict]:
+        """``[{"namespace", "entries"}]``: the namespaces of a tenant that hold live entries, by name
+        (limit -1: all)."""
         rows = self._all(
             f"SELECT namespace, COUNT(*) AS entries FROM kv_entries WHERE tenant_id = :tenant AND {_LIVE}"
-            " GROUP BY namespace ORDER BY namespace",
-            {"tenant": tenant_id, "now": now},
+            " GROUP BY namespace ORDER BY namespace LIMIT :limit OFFSET :offset",
+            {"tenant": tenant_id, "now": now, "limit": self._no_limit(limit), "offset": offset},
         )
         return [dict(r) for r in rows]
 

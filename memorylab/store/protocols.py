@@ -176,7 +176,11 @@ class KVStorage(Protocol):
                 offset: int = 0) -> list[dict]:
         """Live entries whose key matches the ``*``/``?`` glob, by key (``limit=-1``: all)."""
 
-    def namespaces(self, tenant_id: str, *, now: str) -> list[dict]: ...
+    def count(self, tenant_id: str, namespace: str, pattern: str, *, now: str) -> int:
+        """How many live entries ``entries`` pages through."""
+
+    def namespaces(self, tenant_id: str, *, now: str, limit: int = -1, offset: int = 0) -> list[dict]:
+        """``[{"namespace", "entries"}]`` holding live entries, by name (``limit=-1``: all)."""
 
     def delete(self, tenant_id: str, namespace: str, key: str, *, now: str) -> bool: ...
 
@@ -193,7 +197,14 @@ class AgentStorage(Protocol):
     def find(self, tenant_id: str, reference: str, name_key: str) -> list[dict]:
         """Agents whose id, slug or folded name match, best first, each with ``matched_by``."""
 
-    def list(self, tenant_id: str) -> list[dict]: ...
+    def list(self, tenant_id: str, *, busiest_first: bool = False, limit: int | None = None,
+             offset: int = 0) -> list[dict]:
+        """Agents with ``session_count``, by id or most sessions first, paged (``limit=None``: all)."""
+
+    def count(self, tenant_id: str) -> int: ...
+
+    def tenants(self) -> list[str]:
+        """Every tenant with an agent, sorted."""
 
     def memories(self, tenant_id: str, agent_id: str, *, interaction_before: str | None = None,
                  status: Any = ..., date_from: str | None = None, date_field: str = "updated_at",

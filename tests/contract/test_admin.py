@@ -39,6 +39,22 @@ def test_agents_register_on_first_use(store):
     assert [(a["agent_id"], a["session_count"]) for a in agents] == [("importer", 1), ("planner", 1), ("sdr", 1)]
 
 
+def test_agents_page_in_sql_by_id_or_busiest_first(store):
+    for agent, sessions in (("b-agent", 3), ("a-agent", 1), ("c-agent", 2)):
+        for number in range(sessions):
+            Session.create(store, f"s{number}", agent_id=agent, tenant_id="acme")
+    Session.create(store, "elsewhere", agent_id="z-agent", tenant_id="zeta")
+    admin = MemoryAdmin(store, tenant_id="acme")
+    assert [a["agent_id"] for a in admin.agents(limit=2, offset=1)] == ["b-agent", "c-agent"]
+    busiest = admin.agents(busiest_first=True)
+    assert [(a["agent_id"], a["session_count"]) for a in busiest] == [("b-agent", 3), ("c-agent", 2), ("a-agent", 1)]
+    assert admin.agents(busiest_first=True, limit=1) == busiest[:1]
+    assert admin.agent_count() == len(admin.agents()) == 3
+    assert store.agents.tenants() == ["acme", "zeta"]
+    with pytest.raises(InvalidInputError, match="limit must be an integer from 1 to 100"):
+        admin.agents(limit=0)
+
+
 def test_the_migration_registers_the_agents_of_an_existing_database(db_path):
     conn = sqlite3.connect(db_path)
     apply_migrations(SQLiteDDL(conn), MIGRATIONS[:4])

@@ -1,7 +1,7 @@
 import pytest
 
 from memorylab import InvalidInputError, Store
-from memorylab.memory.kv import MAX_VALUE_BYTES, KVStore
+from memorylab.memory.kv import MAX_VALUE_BYTES, KVStore, kv_namespaces
 
 from tests.helpers import count_rows
 
@@ -139,6 +139,7 @@ def test_glob_patterns(kv, pattern, expected):
         kv.set(key, key)
     assert kv.keys(pattern) == expected
     assert kv.get_all(pattern) == {key: key for key in expected}
+    assert kv.count(pattern) == len(expected)
 
 
 def test_list_entries_pages_in_key_order(kv):
@@ -148,6 +149,24 @@ def test_list_entries_pages_in_key_order(kv):
     assert [(e["key"], e["value"]) for e in page] == [("item:2", 2), ("item:3", 3), ("item:4", 4)]
     assert set(page[0]) == {"key", "value", "expires_at", "created_at", "updated_at"}
     assert len(kv.list_entries(limit=1000)) == 7
+
+
+def test_count_is_the_total_of_the_pages_and_skips_expired_entries(kv, clock):
+    for i in range(7):
+        kv.set(f"item:{i}", i, ttl=10 if i % 2 else None)
+    kv.set("other", 0)
+    pages = [kv.list_entries("item:*", limit=3, offset=offset) for offset in (0, 3, 6)]
+    assert kv.count("item:*") == sum(len(page) for page in pages) == 7 and kv.count() == 8
+    clock.advance(10)
+    assert kv.count("item:*") == len(kv.keys("item:*")) == 4
+
+
+def test_namespaces_page_by_name(store, clock):
+    for namespace in ("c", "a", "b"):
+        KVStore(store, tenant_id="acme", namespace=namespace, clock=clock).set("k", 1)
+    assert [n["namespace"] for n in kv_namespaces(store, tenant_id="acme")] == ["a", "b", "c"]
+    assert kv_namespaces(store, tenant_id="acme", limit=2, offset=1) == [
+        {"namespace": "b", "entries": 1}, {"namespace": "c", "entries": 1}]
 
 
 @pytest.mark.parametrize("limit, offset, message", [

@@ -2,7 +2,7 @@
 import pytest
 
 from memorylab import Session, load_samples
-from memorylab.lab.treeview import tree_layout
+from memorylab.lab.treeview import SessionTree
 from memorylab.lab.viz import budget_figure, context_window_figure, tree_figure
 
 from tests.helpers import text_message
@@ -17,21 +17,30 @@ def trip(store):
 def test_layout_of_a_branching_tree(trip):
     messages = trip.get_all_messages()
     leaf = trip.get_latest_leaf()["id"]
-    layout = tree_layout(messages, active_leaf=leaf)
+    layout = SessionTree(messages).layout(active_leaf=leaf)
     assert len(layout.nodes) == len(messages)  # small trees are never collapsed
     assert layout.active_path == [m["id"] for m in trip.get_history(leaf, apply_compactions=False)]
-    leaves = {m["id"] for m in trip.get_leaves()}
-    lanes = {layout.nodes[leaf_id].y for leaf_id in leaves}
-    assert len(lanes) == len(leaves)  # every leaf has its own lane
+    assert all(layout.nodes[i].y == 0 for i in layout.active_path)  # the newest branch runs straight
+    positions = {(node.x, node.y) for node in layout.nodes.values()}
+    assert len(positions) == len(messages)  # no two messages drawn on one spot
+    assert layout.lanes == 1 + max(node.y for node in layout.nodes.values())
     for parent, child in layout.edges:
         assert layout.nodes[child].x == layout.nodes[parent].x + 1
+
+
+def test_the_tree_reads_what_the_session_reads(trip):
+    tree = SessionTree.of(trip)
+    assert tree.leaves() == [m["id"] for m in trip.get_leaves()]
+    for leaf in tree.leaves():
+        assert tree.history(leaf, trip.get_compactions()) == trip.get_history(leaf)
+    assert {i: len(c) for i, c in tree.children.items() if c} == trip.get_child_counts()
 
 
 def test_overlay_band_covers_its_range_and_hover_is_escaped(session):
     for i in range(8):
         session.append_message(text_message(f"m{i}", f"<img src=x onerror=alert({i})> turn {i}"))
     overlay = session.add_compaction("<script>alert('s')</script> summary", "m2", "m5")
-    layout = tree_layout(session.get_all_messages(), session.get_compactions(), active_leaf="m7")
+    layout = SessionTree.of(session).layout(session.get_compactions(), active_leaf="m7")
     (band,) = layout.bands
     assert band["overlay"]["id"] == overlay["id"] and band["covered"] == 4
     assert band["x0"] < layout.nodes["m2"].x and band["x1"] > layout.nodes["m5"].x
@@ -48,8 +57,9 @@ def test_sibling_branch_shows_no_band_of_the_other_branch(session):
         session.append_message(text_message(f"m{i}", f"turn {i}"))
     session.append_message(text_message("b3", "other"), parent_id="m2")
     session.add_compaction("main only", "m1", "m4")
-    assert tree_layout(session.get_all_messages(), session.get_compactions(), active_leaf="b3").bands == []
-    assert len(tree_layout(session.get_all_messages(), session.get_compactions(), active_leaf="m5").bands) == 1
+    tree = SessionTree.of(session)
+    assert tree.layout(session.get_compactions(), active_leaf="b3").bands == []
+    assert len(tree.layout(session.get_compactions(), active_leaf="m5").bands) == 1
 
 
 def test_budget_and_window_figures_carry_the_numbers():
