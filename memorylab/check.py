@@ -93,6 +93,15 @@ def _cycles(store):
                       "lead into a loop: " + _message_examples(rows))
 
 
+def _stretches(store):
+    rows = store.integrity.messages_off_their_stretch()
+    if rows:
+        yield WARNING, (f"{_plural(len(rows), 'message')} are flagged as following the message stored just "
+                        "before them, which is not their parent (their branches still read right, one parent "
+                        f"link at a time); `memorylab.Store({store.path!r}).sessions.lay_out_branches()` "
+                        "lays every branch out again: " + _message_examples(rows))
+
+
 def _overlay_problem(row):
     if not (row["from_exists"] or row["to_exists"]):
         return "both of its ends are gone"
@@ -127,6 +136,7 @@ CHECKS = (
     ("orphans", "every row belongs to a session, every parent exists", _orphans),
     ("readable", "every message's stored parts and metadata read back", _unreadable),
     ("cycles", "every message is reached from a root", _cycles),
+    ("branch layout", "every branch reads as a few stretches of messages", _stretches),
     ("overlays", "every overlay's ends exist on one path", _overlays),
     ("latest leaf", "each session appends under its newest message", _latest_leaves),
 )

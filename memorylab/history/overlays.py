@@ -5,6 +5,9 @@ ends are on it, so a summary made on one branch never shows on a sibling branch 
 the start. When several overlays start at the same message the newest wins: that is how a growing
 summary supersedes the previous one. The covered messages stay stored; only the read changes.
 """
+from itertools import count
+from operator import itemgetter
+
 from ..shapes import Message, Messages, Overlay
 from ..tokens import estimate_message_tokens
 
@@ -39,7 +42,7 @@ def is_summary_message(message) -> bool:
 
 def visible_overlays(path, overlays) -> dict[int, tuple[Overlay, int]]:
     """{start index: (overlay, end index)} for the overlays that apply to ``path``."""
-    index = {m["id"]: i for i, m in enumerate(path)}
+    index = dict(zip(map(itemgetter("id"), path), count()))  # in C: a 10k-message path is read often
     chosen = {}
     for overlay in sorted(overlays, key=lambda o: o["id"]):
         start, end = index.get(overlay["from_id"]), index.get(overlay["to_id"])
@@ -49,17 +52,15 @@ def visible_overlays(path, overlays) -> dict[int, tuple[Overlay, int]]:
 
 
 def apply_overlays(path, overlays) -> Messages:
-    """``path`` with each visible overlay's range replaced by its summary message."""
-    chosen = visible_overlays(path, overlays)
-    if not chosen:
-        return Messages(path)
+    """``path`` with each visible overlay's range replaced by its summary message (one that starts
+    inside an earlier one's range is hidden by it)."""
+    chosen = visible_overlays(path, overlays) if overlays else {}
     result, i = Messages(), 0
-    while i < len(path):
-        if i in chosen:
-            overlay, end = chosen[i]
-            result.append(summary_message(overlay, path[i:end + 1]))
+    for start in sorted(chosen):
+        if start >= i:
+            overlay, end = chosen[start]
+            result += path[i:start]
+            result.append(summary_message(overlay, path[start:end + 1]))
             i = end + 1
-        else:
-            result.append(path[i])
-            i += 1
+    result += path[i:]
     return result

@@ -62,10 +62,11 @@ class Store:
 
     # -- what each backend provides ------------------------------------------------------------
     # transaction() / snapshot(): context managers yielding a connection with execute/executemany;
-    # _one / _all: single reads; close(); path (safe to show); db; search_engine; _full_text(kind,
-    # query) for search; the expressions _instant, _json_text, _json_values, _json_words, _glob and
-    # _glob_pattern; _NO_LIMIT. It may override _searchable, _FOR_UPDATE, _CHAIN_LATEST, _INTEGRITY
-    # and _BULK.
+    # _one / _all: single reads; _all_tuples: rows as plain tuples, for hot reads;
+    # _session_rows_between(alias, low, high): a session's rows in a seq range; close(); path (safe to
+    # show); db; search_engine; _full_text(kind, query) for search; the expressions _instant,
+    # _json_text, _json_values, _json_words, _glob and _glob_pattern; _NO_LIMIT. It may override
+    # _searchable, _FOR_UPDATE, _CHAIN_LATEST, _INTEGRITY and _BULK.
 
     _FOR_UPDATE = ""
     """Appended to the read that starts a session write: where writers do not queue for the whole

@@ -2,8 +2,8 @@
 guards its migrations.
 
 A DDL object wraps one connection; ``migrations`` hands it to every migration as ``db``. While a
-migration runs, ``db.migration`` is its name: ``create`` leaves out the columns and search that a
-later migration adds (they declare ``since``), and ``add`` writes the ones this migration brings.
+migration runs, ``db.migration`` is its name: ``create`` leaves out the columns, indexes and search
+that a later migration adds (they declare ``since``), and ``add`` writes the ones this migration brings.
 """
 from contextlib import contextmanager
 from typing import ClassVar
@@ -38,20 +38,22 @@ class DDL:
             if table.check:
                 lines.append(f"CHECK ({table.check})")
             self.execute(f"CREATE TABLE {table.name} (\n    " + ",\n    ".join(lines) + "\n)")
-            for index in table.indexes:
-                if index.only in (None, self.dialect):
-                    self.execute(f"CREATE {'UNIQUE ' if index.unique else ''}INDEX {index.name} ON {table.name}"
-                                 f" ({', '.join(index.columns)}){f' WHERE {index.where}' if index.where else ''}")
+            for index in self._indexes(table, None):
+                self.execute(self._index_sql(table, index))
             for sql in self._search_objects(table, search):
                 self.execute(sql)
 
     def add(self, table):
-        """Add to an existing ``table`` the columns and search declared ``since`` the running migration."""
+        """Add to an existing ``table`` the columns, indexes and search declared ``since`` the running
+        migration."""
         definitions, search = self._parts(table, self.migration)
-        if not definitions and not search:
+        indexes = self._indexes(table, self.migration)
+        if not definitions and not search and not indexes:
             raise ValueError(f"{self.migration} adds to {table.name}, but nothing there is declared since it")
         for definition in definitions:
             self.execute(f"ALTER TABLE {table.name} ADD COLUMN {definition}")
+        for index in indexes:
+            self.execute(self._index_sql(table, index))
         for sql in self._search_objects(table, search):
             self.execute(sql)
 
@@ -63,6 +65,16 @@ class DDL:
             self._prepare_search()
         columns = [self._column(table, column) for column in table.columns if column.since == since]
         return columns + self._search_columns(search), search
+
+    def _indexes(self, table, since):
+        """The indexes of ``table`` this backend keeps that came with the migration ``since`` (None:
+        with the table)."""
+        return [index for index in table.indexes if index.since == since and index.only in (None, self.dialect)]
+
+    @staticmethod
+    def _index_sql(table, index):
+        return (f"CREATE {'UNIQUE ' if index.unique else ''}INDEX {index.name} ON {table.name}"
+                f" ({', '.join(index.columns)}){f' WHERE {index.where}' if index.where else ''}")
 
     def _column(self, table, column):
         if column.name == table.identity:

@@ -53,6 +53,20 @@ class Integrity(Repository):
             WHERE m.seq NOT IN (SELECT seq FROM reached) ORDER BY m.seq"""
         )]
 
+    def messages_off_their_stretch(self) -> list[dict]:
+        """Messages flagged as continuing (``schema.MESSAGES``) whose parent is not the message of their
+        session stored just before them. A message whose parent is missing is the orphans' question."""
+        return [dict(r) for r in self._all(
+            f"""SELECT {_SESSION}, m.id, m.parent_id FROM (
+                SELECT seq, session_pk, id, parent_id, continues,
+                    LAG(id) OVER (PARTITION BY session_pk ORDER BY seq) AS previous FROM messages
+            ) AS m JOIN sessions s ON s.pk = m.session_pk
+            WHERE m.continues <> 0 AND (m.previous IS NULL OR m.parent_id IS NULL OR m.parent_id <> m.previous)
+                AND (m.parent_id IS NULL
+                     OR EXISTS (SELECT 1 FROM messages p WHERE p.session_pk = m.session_pk AND p.id = m.parent_id))
+            ORDER BY m.seq"""
+        )]
+
     def overlays_off_path(self) -> list[dict]:
         """Overlays that can never apply: an end is not a message of the session, or ``from_id`` is
         not ``to_id`` or one of its ancestors. Each row says which with ``from_exists``,

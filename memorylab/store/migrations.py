@@ -69,6 +69,19 @@ def m006_long_term_memory(db):
     db.create(MEMORY_RECORDS)
 
 
+CONTINUING_MESSAGES = """SELECT seq FROM (
+        SELECT seq, parent_id, LAG(id) OVER (PARTITION BY session_pk ORDER BY seq) AS previous FROM messages
+    ) AS stored WHERE parent_id = previous"""
+"""The messages whose parent is the message of their session stored just before them."""
+
+
+@migration
+def m007_branch_stretches(db):
+    """Branches laid out in stretches (``schema.MESSAGES``), so reading one is a few range scans."""
+    db.add(MESSAGES)
+    db.execute(f"UPDATE messages SET continues = 1 WHERE seq IN ({CONTINUING_MESSAGES})")
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -221,6 +221,8 @@ class PostgresStore(Store):
         with self._connection() as conn:
             return conn.execute(sql, params).fetchall()
 
+    _all_tuples = _all  # its rows are tuples already
+
     # -- dialect --------------------------------------------------------------------------------
 
     def _searchable(self, text):
@@ -231,6 +233,11 @@ class PostgresStore(Store):
     def _full_text(self, kind, query, *, any_word=False):
         match = tsquery(query, any_word=any_word)
         return None if match is None else (_FULL_TEXT[kind], match)
+
+    @staticmethod
+    def _session_rows_between(alias, low, high):
+        """``alias``'s rows of session ``:pk`` with seq in ``low .. high``: one range of messages_session."""
+        return f"{alias}.session_pk = :pk AND {alias}.seq BETWEEN {low} AND {high}"
 
     @staticmethod
     def _instant(expression):

@@ -105,6 +105,9 @@ class SessionCatalog(Protocol):
     def ensure(self, tenant_id: str, agent_id: str, session_id: str, metadata: dict | None = None) -> int:
         """The session's key, creating it (and registering its agent) when it does not exist."""
 
+    def lay_out_branches(self) -> None:
+        """Recompute every message's ``continues`` flag from the parent links (flags gone stale)."""
+
     def insert_messages(self, rows: list[tuple[int, dict]]) -> None:
         """Write ``(session key, message)`` pairs whose messages carry their ``parent_id`` (parents are
         not checked); each session's last becomes its newest. For importers, in their transaction."""

@@ -3,8 +3,8 @@
 ``ddl`` writes these declarations in each backend's SQL, ``migrations`` applies them in order and
 ``bulk`` copies exactly the columns declared here. Types are logical (a JSON document and a
 timestamp are text on both backends). What a backend does its own way is declared beside the table
-it belongs to: how the rows are searched (``Search``) and an index only one backend keeps. A column
-or search that came after its table names the migration that added it (``since``), so creating the
+it belongs to: how the rows are searched (``Search``) and an index only one backend keeps. A column,
+index or search that came after its table names the migration that added it (``since``), so creating the
 table in its first migration leaves it out and that migration's ``db.add`` adds it.
 """
 from dataclasses import dataclass, field
@@ -44,6 +44,7 @@ class Index:
     where: str | None = None
     only: str | None = None
     """The one backend (``ddl`` dialect name) that keeps this index; None for both."""
+    since: str | None = None
 
 
 @dataclass(frozen=True)
@@ -121,15 +122,23 @@ SESSIONS = Table(
 
 # seq is the insertion order: the newest message of a session is always a leaf, because a child can
 # only be written after its parent.
+#
+# continues lays a branch out in stretches: it is 1 when a message's parent is the message of its
+# session stored just before it (an append under the newest message, the usual case), so a stretch
+# of such messages is one range of seq, and a branch is a few ranges found through the stretches'
+# first messages (messages_stretch, which holds only those: an ordinary append adds no index entry)
+# instead of one index lookup per message. Reads check that what they got links up and otherwise
+# walk the parent links, so a stale flag costs speed, never a wrong history.
 MESSAGES = Table(
     "messages", key=("seq",), unique=(("session_pk", "id"),), columns=(
         Column("seq", INTEGER), SESSION_PK, Column("id"), Column("parent_id", null=True), Column("role"),
         Column("parts", JSON), Column("text"), Column("created_at", TIMESTAMP), Column("metadata", JSON),
-        Column("tokens", INTEGER),
+        Column("tokens", INTEGER), Column("continues", INTEGER, default="0", since="m007_branch_stretches"),
     ), indexes=(
         # SQLite dropped its index on session_pk in m004: the newest message is read from the session row.
         Index("messages_session", ("session_pk", "seq"), only="postgresql"),
         Index("messages_parent", ("session_pk", "parent_id")),
+        Index("messages_stretch", ("session_pk", "seq"), where="continues = 0", since="m007_branch_stretches"),
     ), search=Search(("text",), _words("text"), update_of=("text",), since="m002_message_search"),
 )
 

@@ -15,6 +15,7 @@ from ..messages import message_text, utc_now_iso
 from ..shapes import Message, Messages, Overlay, SearchHits, SessionRows
 from .agents import register_agent_row
 from .context import SessionBlocks
+from .migrations import CONTINUING_MESSAGES
 from .repository import Repository, insert_rows
 from .rows import MESSAGE_COLUMNS, dumps, like_literal, message_from_row
 
@@ -22,7 +23,8 @@ LATEST_LEAF = object()
 """Parent marker for "append under the newest leaf" (the default of ``append``)."""
 
 _MAX_DEPTH = 10_000_000
-_MESSAGE_FIELDS = ("session_pk", "id", "parent_id", "role", "parts", "text", "created_at", "metadata", "tokens")
+_MESSAGE_FIELDS = ("session_pk", "id", "parent_id", "role", "parts", "text", "created_at", "metadata", "tokens",
+                   "continues")
 _INSERT_MESSAGE = f"INSERT INTO messages ({', '.join(_MESSAGE_FIELDS)}) VALUES ({', '.join('?' * len(_MESSAGE_FIELDS))})"
 _POINT_TO_LATEST = "UPDATE sessions SET updated_at = ?, latest_message_id = ? WHERE pk = ?"
 _PATH = """WITH RECURSIVE path(seq, parent_id, depth) AS (
@@ -32,6 +34,32 @@ _PATH = """WITH RECURSIVE path(seq, parent_id, depth) AS (
             ON m.session_pk = :pk AND m.id = path.parent_id
         WHERE path.depth < :max_depth
     )"""
+"""The branch ending at ``:leaf``, one parent link at a time (``path.depth`` from the leaf): what a
+read falls back to when the stretches do not give a linked branch."""
+_STRETCHES = """WITH RECURSIVE stretches(first_seq, last_seq) AS (
+        SELECT (SELECT MAX(s.seq) FROM messages s WHERE s.session_pk = :pk AND s.continues = 0 AND s.seq <= m.seq),
+            m.seq
+        FROM messages m WHERE m.session_pk = :pk AND m.id = :leaf
+        UNION
+        SELECT (SELECT MAX(s.seq) FROM messages s WHERE s.session_pk = :pk AND s.continues = 0 AND s.seq <= above.seq),
+            above.seq
+        FROM stretches JOIN messages start ON start.seq = stretches.first_seq
+        JOIN messages above ON above.session_pk = :pk AND above.id = start.parent_id
+    )"""
+"""The stretches (``schema.MESSAGES``) of the branch ending at ``:leaf``, each as the seqs of its first
+message and of the last one the branch takes from it: a hop per stretch, not per message. UNION, not
+UNION ALL, so that flags damaged into a loop still end."""
+
+
+def _on_branch(store):
+    """Whether message ``m`` is on the branch of ``_STRETCHES``, which orders by ``m.seq`` from the root
+    (a child is always written after its parent): each stretch is one range of seq. SQLite then reads
+    the rows in seq order rather than sorting whole rows."""
+    stretch = store._session_rows_between("b", "stretches.first_seq", "stretches.last_seq")
+    return f"m.seq IN (SELECT b.seq FROM stretches JOIN messages b ON {stretch})"
+
+
+_M_COLUMNS = ", ".join("m." + column for column in MESSAGE_COLUMNS.split(", "))
 
 
 def message_row(store, pk, message, parent_id):
@@ -43,15 +71,32 @@ def message_row(store, pk, message, parent_id):
     )
 
 
-def insert_as_latest(conn, store, pk, message, parent_id):
-    """Write the message and make it the session's newest: two statements, or one round trip where
-    the backend chains them (``store._CHAIN_LATEST``)."""
-    row = message_row(store, pk, message, parent_id)
+def insert_as_latest(conn, store, pk, message, parent_id, continues):
+    """Write the message (``continues``: its parent is the session's newest) and make it the newest:
+    two statements, or one round trip where the backend chains them (``store._CHAIN_LATEST``)."""
+    row = (*message_row(store, pk, message, parent_id), int(continues))
     if store._CHAIN_LATEST:
         conn.execute(f"WITH added AS ({_INSERT_MESSAGE}) {_POINT_TO_LATEST}", (*row, utc_now_iso(), message["id"], pk))
     else:
         conn.execute(_INSERT_MESSAGE, row)
         conn.execute(_POINT_TO_LATEST, (utc_now_iso(), message["id"], pk))
+
+
+def continuations(rows):
+    """The ``continues`` flag of each ``(session key, message)`` of ``rows``, written in this order: 1
+    for a message whose parent is the message of its session written just before it in ``rows``."""
+    flags, previous = [], {}
+    for pk, message in rows:
+        flags.append(int(message["parent_id"] is not None and message["parent_id"] == previous.get(pk)))
+        previous[pk] = message["id"]
+    return flags
+
+
+def _linked(rows, leaf_id):
+    """Whether rows that start with (id, parent_id) are the branch from a root down to ``leaf_id``, each
+    row the child of the one before: parent links decide a branch, so this lets a read trust the stretches."""
+    return (bool(rows) and rows[0][1] is None and rows[-1][0] == leaf_id
+            and [row[1] for row in rows[1:]] == [row[0] for row in rows[:-1]])
 
 
 def _overlay_from_row(row):
@@ -101,9 +146,17 @@ class SqlSessionCatalog(Repository):
         latest = {pk: message["id"] for pk, message in rows}
         with self.transaction() as conn:
             insert_rows(conn, "messages", _MESSAGE_FIELDS,
-                        (message_row(self._store, pk, m, m["parent_id"]) for pk, m in rows))
+                        ((*message_row(self._store, pk, m, m["parent_id"]), continues)
+                         for (pk, m), continues in zip(rows, continuations(rows))))
             now = utc_now_iso()
             conn.executemany(_POINT_TO_LATEST, [(now, message_id, pk) for pk, message_id in latest.items()])
+
+    def lay_out_branches(self) -> None:
+        """Recompute every message's ``continues`` flag from the parent links (what ``memorylab check``
+        suggests when flags went stale behind the engine's back: reads stay right, but walk such
+        branches one parent link at a time)."""
+        with self.transaction() as conn:
+            conn.execute(f"UPDATE messages SET continues = CASE WHEN seq IN ({CONTINUING_MESSAGES}) THEN 1 ELSE 0 END")
 
     def storage(self, pk) -> SqlSessionStorage:
         """The ``SqlSessionStorage`` of the session with internal key ``pk``."""
@@ -185,7 +238,10 @@ class SqlSessionCatalog(Repository):
                 " cached_prompt) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING pk",
                 (tenant_id, agent_id, session_id, created_at, updated_at, dumps(metadata), cached_prompt),
             ).fetchone()[0]
-            insert_rows(conn, "messages", _MESSAGE_FIELDS, (message_row(self._store, pk, m, m["parent_id"]) for m in messages))
+            flags = continuations([(pk, m) for m in messages])
+            insert_rows(conn, "messages", _MESSAGE_FIELDS,
+                        ((*message_row(self._store, pk, m, m["parent_id"]), continues)
+                         for m, continues in zip(messages, flags)))
             conn.execute("UPDATE sessions SET latest_message_id = ? WHERE pk = ?",
                          (messages[-1]["id"] if messages else None, pk))
             conn.executemany(
@@ -297,7 +353,7 @@ class SqlSessionStorage(Repository):
                     f"parent {parent!r} is not a message of this session; append with parent_id=None "
                     "to start a new root"
                 )
-            insert_as_latest(conn, self._store, pk, message, parent)
+            insert_as_latest(conn, self._store, pk, message, parent, parent is not None and parent == latest)
         return dict(message, parent_id=parent)
 
     def message_ids(self) -> set[str]:
@@ -345,24 +401,37 @@ class SqlSessionStorage(Repository):
         )
 
     def path(self, leaf_id) -> Messages:
-        """Messages from the root down to ``leaf_id`` (a recursive walk up the parent links)."""
-        rows = self._all(
-            f"""{_PATH}
-            SELECT {", ".join("m." + c for c in MESSAGE_COLUMNS.split(", "))}
-            FROM path JOIN messages m ON m.seq = path.seq ORDER BY path.depth DESC""",
-            {"pk": self.pk, "leaf": leaf_id, "max_depth": _MAX_DEPTH},
-        )
-        return self._messages(rows)
+        """Messages from the root down to ``leaf_id``."""
+        return self._messages(self._branch_rows(leaf_id, _M_COLUMNS))
 
     def path_stats(self, leaf_id) -> tuple[int, int]:
-        """(length, stored token sum) of the path ending at ``leaf_id``, without loading messages."""
-        row = self._one(
-            f"""{_PATH}
-            SELECT COUNT(*) AS length, CAST(COALESCE(SUM(m.tokens), 0) AS BIGINT) AS tokens
-            FROM path JOIN messages m ON m.seq = path.seq""",
-            {"pk": self.pk, "leaf": leaf_id, "max_depth": _MAX_DEPTH},
+        """(length, stored token sum) of the path ending at ``leaf_id``, without decoding messages."""
+        rows = self._branch_rows(leaf_id, "m.id, m.parent_id, m.tokens")
+        return len(rows), sum(row[2] for row in rows)
+
+    def _branch_rows(self, leaf_id, columns):
+        """Rows of ``columns`` of ``m`` (id and parent_id first) from the root down to ``leaf_id``: a range
+        of each stretch of the branch, or, where those do not link up (a stale flag, a broken parent
+        link), a walk up the parent links."""
+        params = {"pk": self.pk, "leaf": leaf_id}
+        stretches = self._all(f"{_STRETCHES} SELECT first_seq, last_seq FROM stretches", params)
+        if len(stretches) == 1:  # a branch never forked from: one range of the table, read in order, no sort
+            rows = self._store._all_tuples(
+                f"SELECT {columns} FROM messages m WHERE {self._store._session_rows_between('m', ':low', ':high')}"
+                " ORDER BY m.seq",
+                {"pk": self.pk, "low": stretches[0][0], "high": stretches[0][1]},
+            )
+        else:
+            rows = self._store._all_tuples(
+                f"{_STRETCHES} SELECT {columns} FROM messages m WHERE {_on_branch(self._store)} ORDER BY m.seq",
+                params,
+            )
+        if _linked(rows, leaf_id):
+            return rows
+        return self._all(
+            f"{_PATH} SELECT {columns} FROM path JOIN messages m ON m.seq = path.seq ORDER BY path.depth DESC",
+            dict(params, max_depth=_MAX_DEPTH),
         )
-        return row["length"], row["tokens"]
 
     def children(self, message_id) -> Messages:
         """The messages under ``message_id`` (None: the roots), oldest first."""
@@ -447,8 +516,9 @@ class SqlSessionStorage(Repository):
                 ).fetchone()
                 if row is None:
                     continue
+                # A child that continued the removed message now follows an earlier one.
                 conn.execute(
-                    "UPDATE messages SET parent_id = ? WHERE session_pk = ? AND parent_id = ?",
+                    "UPDATE messages SET parent_id = ?, continues = 0 WHERE session_pk = ? AND parent_id = ?",
                     (row["parent_id"], pk, message_id),
                 )
                 conn.execute(

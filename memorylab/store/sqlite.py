@@ -55,6 +55,11 @@ _FULL_TEXT = {
 }
 
 
+def _fetch_tuples(cursor):
+    cursor.row_factory = None  # rows are made as they are fetched, so this holds from the first
+    return cursor.fetchall()
+
+
 class SQLiteStore(Store):
     """``Store("lab.db")`` or ``Store(":memory:")``."""
 
@@ -181,6 +186,12 @@ class SQLiteStore(Store):
         with self._lock:
             return self._execute(sql, params, sqlite3.Cursor.fetchall)
 
+    def _all_tuples(self, sql, params=()):
+        """``_all`` as plain tuples, for reads of thousands of rows unpacked by position: making a
+        ``sqlite3.Row`` for each was a tenth of reading a 10,000-message branch."""
+        with self._lock:
+            return self._execute(sql, params, _fetch_tuples)
+
     # -- dialect --------------------------------------------------------------------------------
 
     def _full_text(self, kind, query, *, any_word=False):
@@ -191,6 +202,13 @@ class SQLiteStore(Store):
     def _instant(expression):
         # julianday reads every ISO-8601 spelling of one instant as the same number.
         return f"julianday({expression})"
+
+    @staticmethod
+    def _session_rows_between(alias, low, high):
+        """``alias``'s rows of session ``:pk`` with seq in ``low .. high``, read as one range of the table's
+        key: the unary plus keeps the planner off the indexes that start with ``session_pk``, through
+        which it would read the whole session for each range."""
+        return f"{alias}.seq BETWEEN {low} AND {high} AND +{alias}.session_pk = :pk"
 
     @staticmethod
     def _json_text(expression, key):

@@ -40,7 +40,7 @@ def test_a_healthy_file_passes_and_the_command_exits_0(healthy, capsys):
     assert main(["check", str(healthy)]) == 0
     out = capsys.readouterr().out
     assert "2 sessions, 6 messages, 1 overlay" in out
-    assert out.count("  ok  ") == 7 and out.rstrip().endswith("no problems found")
+    assert out.count("  ok  ") == 8 and out.rstrip().endswith("no problems found")
 
 
 def delete_parent(path):

@@ -1,5 +1,5 @@
-"""The schema declared once: a store written by the last release opens and keeps working, and a new
-one gets exactly the schema that release created, on SQLite and on PostgreSQL.
+"""The schema declared once: a store written by the last release opens, migrates and keeps working,
+and a new one gets exactly the schema that release's store migrates to, on SQLite and on PostgreSQL.
 
 ``tests/releases/0.1.0`` holds, as SQL scripts, the schema each backend had under memorylab 0.1.0 and a
 few rows that release wrote; the tests build a database from them and open it with today's code.
@@ -77,10 +77,14 @@ def release_target(backend, request, db_path):
 
 
 def test_a_store_written_by_the_release_opens_reads_and_writes(backend, release_target):
-    version = recorded_version(backend, release_target)
     with Store(release_target) as store:
         trip = Session.open(store, "trip", tenant_id="acme", agent_id="scout")
         assert [m["id"] for m in trip.get_all_messages()] == ["r1", "a1", "u2", "u2b", "u3"]
+        assert [m["id"] for m in trip.get_history("u3", apply_compactions=False)] == ["r1", "a1", "u2", "u3"]
+        assert [m["id"] for m in trip.get_history("u2b", apply_compactions=False)] == ["r1", "a1", "u2b"]
+        continuing = {row[0] for row in store._all(
+            "SELECT id FROM messages WHERE session_pk = ? AND continues = 1", (trip.pk,))}
+        assert continuing == {"a1", "u2"}, "m007 laid the branches out"
         assert [hit["id"] for hit in trip.search("cafe")] == ["r1"]
         assert trip.get_compactions()[0]["summary"] == "The user plans a March trip to Zanzibar."
         assert trip.with_context("notes").get_context_block("notes")["content"] == "Prefers window seats"
@@ -99,10 +103,10 @@ def test_a_store_written_by_the_release_opens_reads_and_writes(backend, release_
         assert memory.add_record("A memory added after the upgrade")["id"] == 3
         Session.create(store, "new", tenant_id="acme").append_message(text_message("n1", "hello"))
         assert check_database(store).ok
-    assert recorded_version(backend, release_target) == version, "opening it applied no migration"
+    assert recorded_version(backend, release_target) == SCHEMA_VERSION, "opening it applied what came since"
 
 
-# -- the fresh schema is the release's ----------------------------------------------------------------
+# -- the fresh schema is the release's, migrated -------------------------------------------------------
 
 def _normal(sql):
     return " ".join(sql.split())
@@ -160,17 +164,21 @@ def postgres_schema(conn):
     }
 
 
-def test_a_new_sqlite_file_gets_the_schema_the_release_wrote(tmp_path):
+def test_a_new_sqlite_file_gets_the_schema_the_release_file_migrates_to(tmp_path):
     build_release_database("sqlite", tmp_path / "release.db")
+    Store(tmp_path / "release.db").close()
     Store(tmp_path / "new.db").close()
     assert sqlite_schema(tmp_path / "new.db") == sqlite_schema(tmp_path / "release.db")
 
 
-def test_a_new_postgres_schema_is_the_one_the_release_created(empty_postgres_url):
-    with psycopg.connect(empty_postgres_url) as conn:
-        conn.execute(release_script("postgres"))
+def test_a_new_postgres_schema_is_the_one_the_release_migrates_to(empty_postgres_url):
+    build_release_database("postgres", empty_postgres_url)
+    Store(empty_postgres_url).close()
+    with psycopg.connect(empty_postgres_url, autocommit=True) as conn:
         release = postgres_schema(conn)
-        conn.rollback()
+        schema = conn.execute("SELECT current_schema()").fetchone()[0]
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+        conn.execute(f"CREATE SCHEMA {schema}")
     Store(empty_postgres_url).close()
     with psycopg.connect(empty_postgres_url) as conn:
         assert postgres_schema(conn) == release
@@ -191,5 +199,6 @@ def test_a_file_at_any_earlier_version_upgrades_to_the_new_schema(tmp_path, vers
 
 def test_what_came_after_a_table_names_the_migration_that_added_it():
     names = {migration.__name__ for migration in MIGRATIONS}
-    arrivals = {part.since for table in TABLES for part in (*table.columns, table.search) if part and part.since}
+    arrivals = {part.since for table in TABLES for part in (*table.columns, *table.indexes, table.search)
+                if part and part.since}
     assert arrivals <= names
