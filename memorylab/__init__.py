@@ -36,6 +36,9 @@ from .llm.chat import ChatRunner
 from .llm.models import (DEFAULT_LOCAL_MODEL, complete, complete_text, count_tokens, make_summarizer, usable_models,
                          usage_and_cost)
 
+# Experiments: compaction strategies run over session branches, scored by probes, every run kept.
+from .experiments import ExperimentResults, Experiments, ExperimentSpec, load_spec, propose_probes
+
 # Import and export, message conversion and token estimates.
 from .io import export_session, import_session, parse_export, read_export, write_export
 from .messages import from_openai, message_text, normalize_message, to_openai
@@ -57,6 +60,7 @@ from .errors import (
     InvalidMessageError,
     MemoryLabError,
     ModelError,
+    ModelOutputError,
     NotFoundError,
     NothingToSummarizeError,
     ReadOnlyBlockError,
@@ -80,6 +84,8 @@ __all__ = [
     # model layer
     "DEFAULT_LOCAL_MODEL", "ChatRunner", "complete", "complete_text", "count_tokens", "make_summarizer",
     "usable_models", "usage_and_cost",
+    # experiments
+    "ExperimentResults", "ExperimentSpec", "Experiments", "load_spec", "propose_probes",
     # import/export, messages, tokens
     "estimate_message_tokens", "estimate_string_tokens", "export_session", "from_openai", "import_session",
     "message_text", "normalize_message", "parse_export", "read_export", "to_openai", "write_export",
@@ -88,5 +94,5 @@ __all__ = [
     # errors
     "AmbiguousAgentError", "BlockBudgetError", "ConflictError", "DamagedRowError", "DamagedRowWarning",
     "ImportFormatError", "InvalidInputError", "InvalidMessageError", "MemoryLabError", "ModelError",
-    "NotFoundError", "NothingToSummarizeError", "ReadOnlyBlockError", "StoreBusyError", "StoreError",
+    "ModelOutputError", "NotFoundError", "NothingToSummarizeError", "ReadOnlyBlockError", "StoreBusyError", "StoreError",
 ]

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from .check import check_database
-from .errors import MemoryLabError
+from .errors import InvalidInputError, MemoryLabError
 from .importers import FORMATS, detect_format, import_source, memorylab_export, source_format
 from .io import export_session, write_export
 from .migrate import copy_store
@@ -65,6 +65,16 @@ def build_parser():
                                   "parent loops, overlays; exits 1 when anything is wrong")
     check.add_argument("db", nargs="?", default=argparse.SUPPRESS, metavar="DB",
                        help="the database file or postgresql:// URL (default: --db)")
+
+    evaluate = command("eval", help="run an experiment spec (arms x cases, scored by probes), print its leaderboard, "
+                                    "and exit 1 when an arm scores under its threshold")
+    evaluate.add_argument("spec", metavar="SPEC.yaml", help="the experiment spec")
+    evaluate.add_argument("--json", metavar="OUT", help="also write the results as JSON to this file")
+    evaluate.add_argument("--min-score", type=float, metavar="S",
+                          help="fail any arm whose mean probe score (0 to 1) is under S, whatever the spec says")
+    evaluate.add_argument("--with-samples", action="store_true",
+                          help="load the sample conversations into the store first (those present are kept)")
+    evaluate.add_argument("--tenant", default="default", help="keep the experiment under this tenant (default: %(default)s)")
 
     about = ("copy a whole store to an empty one, SQLite or PostgreSQL, and verify the copy (row counts, "
              "every row, every session's export); nothing is written unless it verifies")
@@ -128,7 +138,39 @@ def _check(store, args):
     return 0 if report.ok else 1
 
 
-COMMANDS = {"demo": _demo, "import": _import, "export": _export, "stats": _stats, "check": _check}
+def _eval(store, args):
+    from .experiments import Experiments
+
+    if args.min_score is not None and not 0 <= args.min_score <= 1:
+        raise MemoryLabError(f"--min-score must be from 0 to 1, got {args.min_score}")
+    experiments = Experiments(store, tenant_id=args.tenant)
+    try:
+        spec = experiments.spec(args.spec)
+        if args.with_samples:
+            load_samples(store)
+        results = experiments.run(spec, progress=_show_run)
+    except InvalidInputError as error:
+        print(f"memorylab: error: {error}", file=sys.stderr)
+        return 2
+    print(f"{spec.name}, trial {results.trial}: {len(spec.arms)} arms x {len(spec.cases)} cases "
+          f"({sum(len(c.probes) for c in spec.cases)} probes)")
+    print(results.leaderboard_markdown())
+    if args.json:
+        results.to_json(args.json)
+        print(f"wrote {args.json}", file=sys.stderr)
+    failing = results.failing_arms(args.min_score)
+    for arm in failing:
+        print(f"FAIL {arm['arm']}: score {arm['score']:.3f} is under its threshold {arm['min_score']:.3f}"
+              + (f" ({arm['errors']} run(s) failed)" if arm["errors"] else ""))
+    return 1 if failing else 0
+
+
+def _show_run(done, total, run):
+    outcome = f"error: {run['error']}" if run["error"] else f"score {run['score']:.2f}"
+    print(f"[{done}/{total}] {run['arm']} on {run['case_name']}: {outcome}", file=sys.stderr, flush=True)
+
+
+COMMANDS = {"eval": _eval, "demo": _demo, "import": _import, "export": _export, "stats": _stats, "check": _check}
 
 
 def _show_progress(step, done, total=None):

@@ -143,3 +143,33 @@ def show_table(data, *, caption=None):
     if isinstance(data, dict):
         return HTML(diagnostics_html(data, caption=caption))
     return HTML(table_html(list(data), caption=caption))
+
+
+def spec_html(spec):
+    """An experiment spec: its arms with their settings and its cases with their probe counts."""
+    arms = [{"arm": a.name, "strategy": a.strategy, "settings": {k: v for k, v in a.to_dict().items()
+                                                               if k not in ("name", "strategy")}}
+            for a in spec.arms]
+    cases = [{"case": c.name, "session": c.session, "agent": c.agent, "leaf": c.leaf or "newest",
+              "probes": len(c.probes), "kinds": ", ".join(sorted({p.kind for p in c.probes}))} for c in spec.cases]
+    heading = f"<b>Experiment</b> <code>{html.escape(spec.name)}</code>"
+    if spec.description:
+        heading += f"<br><i>{html.escape(spec.description)}</i>"
+    return (f'<div class="memorylab-experiment">{heading}{table_html(arms, caption="Arms")}'
+            f'{table_html(cases, caption="Cases")}</div>')
+
+
+def results_html(results):
+    """A trial's leaderboard, best arm first, with each arm's threshold verdict."""
+    rows = []
+    for arm in sorted(results.arm_summaries(), key=lambda a: -a["score"]):
+        verdict = "" if arm["passed"] is None else ("passed" if arm["passed"] else f"under {arm['min_score']}")
+        rows.append({"arm": arm["arm"], "strategy": arm["strategy"], "score": f"{arm['score']:.2f}",
+                     "spread": f"{arm['spread']:.2f}", "tokens after": arm["tokens_after"],
+                     "saved": "" if arm["saved_pct"] is None else f"{arm['saved_pct']:.0f}%",
+                     "cost": "n/a" if arm["cost"] is None else f"{arm['cost']:.4f}", "errors": arm["errors"],
+                     "threshold": verdict})
+    state = "" if results.complete else " (cancelled before every run finished)"
+    heading = (f"<b>Experiment</b> <code>{html.escape(results.experiment)}</code>, trial {results.trial}: "
+               f"{len(results.runs)} runs{state}")
+    return f'<div class="memorylab-results">{heading}{table_html(rows)}</div>'

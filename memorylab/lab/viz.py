@@ -173,3 +173,40 @@ def compaction_figure(plan, *, height=220):
         plot_bgcolor="white",
     )
     return figure
+
+
+STRATEGY_COLORS = {"summarize": "#a855f7", "extractive": "#0ea5e9", "window": "#f59e0b", "truncate": "#64748b",
+                   "none": "#16a34a"}
+
+
+def pareto_figure(arms, *, height=380):
+    """Each arm (``ExperimentResults.arm_summaries``) at its tokens saved and its probe score; the
+    arms no other arm beats on both are joined by the Pareto line, the choices worth making."""
+    points = [a for a in arms if a["saved_pct"] is not None and a["score"] is not None]
+    front, best = [], -1.0
+    for arm in sorted(points, key=lambda a: (-a["saved_pct"], -a["score"])):
+        if arm["score"] > best:
+            front.append(arm)
+            best = arm["score"]
+    figure = go.Figure()
+    for strategy in dict.fromkeys(a["strategy"] for a in points):
+        chosen = [a for a in points if a["strategy"] == strategy]
+        figure.add_trace(go.Scatter(
+            x=[a["saved_pct"] for a in chosen], y=[a["score"] for a in chosen], mode="markers+text",
+            name=strategy, text=[html.escape(a["arm"]) for a in chosen], textposition="top center",
+            marker={"size": 14, "color": STRATEGY_COLORS.get(strategy, "#94a3b8"), "line": {"color": "white", "width": 1}},
+            customdata=[[html.escape(a["arm"]), a["spread"], a["tokens_after"] or 0] for a in chosen],
+            hovertemplate="%{customdata[0]}: score %{y:.2f} ± %{customdata[1]:.2f}, saves %{x:.0f}% "
+                          "(%{customdata[2]:,} tokens after)<extra></extra>",
+        ))
+    if len(front) > 1:
+        front.sort(key=lambda a: a["saved_pct"])
+        figure.add_trace(go.Scatter(x=[a["saved_pct"] for a in front], y=[a["score"] for a in front], mode="lines",
+                                    name="Pareto front", line={"color": "#94a3b8", "dash": "dot"}, hoverinfo="skip"))
+    figure.update_layout(
+        height=height, margin={"l": 10, "r": 10, "t": 30, "b": 10}, plot_bgcolor="white",
+        xaxis={"title": "tokens saved (% of the branch)", "range": [-5, 105], "gridcolor": "#e5e7eb"},
+        yaxis={"title": "probe score", "range": [-0.05, 1.1], "gridcolor": "#e5e7eb"},
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return figure

@@ -172,6 +172,23 @@ def complete_text(prompt, *, model=DEFAULT_LOCAL_MODEL, **kwargs) -> str:
     return response.choices[0].message.content or ""
 
 
+def complete_with_usage(prompt, *, model=DEFAULT_LOCAL_MODEL, **kwargs) -> tuple[str, dict]:
+    """``complete_text`` that also returns what the call used: ``(text, {"usage", "cost"})``."""
+    response = complete([{"role": "user", "content": prompt}], model=model, **kwargs)
+    return (response.choices[0].message.content or ""), usage_and_cost(response, model)
+
+
+def model_context_tokens(model) -> int | None:
+    """How many tokens ``model`` reads at most (its context window), or None where litellm does not know."""
+    if _is_local(model):
+        return local_model.CONTEXT_TOKENS
+    try:
+        info = _litellm().get_model_info(model)
+    except Exception:  # litellm raises for models missing from its map
+        return None
+    return info.get("max_input_tokens") or info.get("max_tokens")
+
+
 def _check_summarizer_template(template):
     """Fill the template once with a marker: a bad placeholder fails here, not at the first compaction."""
     if template is None:

@@ -16,6 +16,7 @@ from ..validation import check_identifier
 from .agents import AgentDirectory
 from .bulk import BulkCopy
 from .context import SearchEntries
+from .experiments import ExperimentRecords
 from .integrity import Integrity
 from .kv import KVEntries
 from .longterm import LongTermRecords
@@ -56,7 +57,7 @@ class Store:
 
     Its repositories: ``sessions`` (each session's tree, overlays, status and blocks, through
     ``sessions.storage(pk)``), ``entries`` (searchable block entries), ``kv``, ``agents`` (and the
-    memory manager's listing), ``long_term``, ``integrity`` (``memorylab check``) and ``bulk``
+    memory manager's listing), ``long_term``, ``experiments``, ``integrity`` (``memorylab check``) and ``bulk``
     (``memorylab migrate``). ``search`` finds messages across sessions.
     """
 
@@ -122,6 +123,10 @@ class Store:
     @cached_property
     def long_term(self) -> LongTermRecords:
         return LongTermRecords(self)
+
+    @cached_property
+    def experiments(self) -> ExperimentRecords:
+        return ExperimentRecords(self)
 
     @cached_property
     def integrity(self) -> Integrity:

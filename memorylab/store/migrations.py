@@ -11,6 +11,11 @@ from .schema import (
     AGENTS,
     COMPACTIONS,
     CONTEXT_BLOCKS,
+    EXPERIMENT_ARMS,
+    EXPERIMENT_CASES,
+    EXPERIMENT_PROBES,
+    EXPERIMENT_RUNS,
+    EXPERIMENTS,
     KV_ENTRIES,
     MEMORY_RECORDS,
     MESSAGES,
@@ -80,6 +85,11 @@ def m007_branch_stretches(db):
     """Branches laid out in stretches (``schema.MESSAGES``), so reading one is a few range scans."""
     db.add(MESSAGES)
     db.execute(f"UPDATE messages SET continues = 1 WHERE seq IN ({CONTINUING_MESSAGES})")
+
+
+@migration
+def m008_experiments(db):
+    db.create(EXPERIMENTS, EXPERIMENT_ARMS, EXPERIMENT_CASES, EXPERIMENT_PROBES, EXPERIMENT_RUNS)
 
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -241,6 +241,26 @@ class LongTermStorage(Protocol):
         """The stored ids of a user message and the answer after it, for provenance."""
 
 
+class ExperimentStorage(Protocol):
+    """Experiment definitions (arms, cases, probes) per tenant and name, and their runs by trial."""
+
+    def save(self, tenant_id: str, definition: dict, *, now: str) -> int: ...
+
+    def definition(self, tenant_id: str, name: str) -> dict | None: ...
+
+    def listing(self, tenant_id: str) -> list[dict]: ...
+
+    def delete(self, tenant_id: str, name: str) -> bool: ...
+
+    def next_trial(self, experiment_pk: int) -> int: ...
+
+    def add_run(self, experiment_pk: int, run: dict) -> None: ...
+
+    def runs(self, experiment_pk: int, *, trial: int | None = None, with_context: bool = False) -> list[dict]: ...
+
+    def run_context(self, run_pk: int) -> list | None: ...
+
+
 class IntegrityChecks(Protocol):
     """Questions for ``memorylab check``, each empty on a healthy database; nothing is repaired."""
 

@@ -206,8 +206,54 @@ MEMORY_RECORDS = Table(
     ),
 )
 
+# Experiments: arms x cases with probes, and every run kept. A case names its session by id rather
+# than referencing the row, so deleting a session never deletes the record of what was measured on it;
+# a run keeps its arm's settings and its probes' verdicts as they were, so editing the experiment later
+# does not rewrite history. ``trial`` numbers the times the experiment was run.
+EXPERIMENT_PK = Column("experiment_pk", INTEGER, references="experiments(pk)")
+EXPERIMENTS = Table(
+    "experiments", key=("pk",), unique=(("tenant_id", "name"),), columns=(
+        Column("pk", INTEGER), Column("tenant_id"), Column("name"), Column("description", default=""),
+        Column("settings", JSON, default="{}"), Column("created_at", TIMESTAMP), Column("updated_at", TIMESTAMP),
+    ),
+)
+
+EXPERIMENT_ARMS = Table(
+    "experiment_arms", key=("experiment_pk", "name"), columns=(
+        EXPERIMENT_PK, Column("name"), Column("position", INTEGER), Column("strategy"),
+        Column("settings", JSON, default="{}"), Column("min_score", REAL, null=True),
+    ),
+)
+
+EXPERIMENT_CASES = Table(
+    "experiment_cases", key=("experiment_pk", "name"), columns=(
+        EXPERIMENT_PK, Column("name"), Column("position", INTEGER), Column("tenant_id"), Column("agent_id"),
+        Column("session_id"), Column("leaf_id", null=True),
+    ),
+)
+
+EXPERIMENT_PROBES = Table(
+    "experiment_probes", key=("experiment_pk", "case_name", "probe_id"), columns=(
+        EXPERIMENT_PK, Column("case_name"), Column("probe_id"), Column("position", INTEGER), Column("kind"),
+        Column("question"), Column("facts", JSON, default="[]"), Column("answer", null=True),
+    ),
+)
+
+EXPERIMENT_RUNS = Table(
+    "experiment_runs", key=("pk",), unique=(("experiment_pk", "trial", "arm", "case_name"),), columns=(
+        Column("pk", INTEGER), EXPERIMENT_PK, Column("trial", INTEGER), Column("arm"), Column("strategy"),
+        Column("arm_settings", JSON, default="{}"), Column("case_name"), Column("session_id"),
+        Column("leaf_id", null=True), Column("context", JSON, default="[]"), Column("summary", null=True),
+        Column("request", JSON, null=True), Column("scores", JSON, default="[]"), Column("score", REAL, null=True),
+        Column("tokens_before", INTEGER), Column("tokens_after", INTEGER), Column("summary_tokens", INTEGER),
+        Column("usage", JSON, default="{}"), Column("cost", REAL, null=True), Column("latency", REAL),
+        Column("model", null=True), Column("error", null=True), Column("started_at", TIMESTAMP),
+        Column("finished_at", TIMESTAMP),
+    ),
+)
+
 TABLES = (AGENTS, SESSIONS, MESSAGES, COMPACTIONS, CONTEXT_BLOCKS, SKILL_ACTIVATIONS, SEARCH_ENTRIES, KV_ENTRIES,
-          MEMORY_RECORDS)
+          MEMORY_RECORDS, EXPERIMENTS, EXPERIMENT_ARMS, EXPERIMENT_CASES, EXPERIMENT_PROBES, EXPERIMENT_RUNS)
 """Every table; parents come before the tables that reference them."""
 
 POSTGRES_FUNCTIONS = (

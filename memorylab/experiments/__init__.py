@@ -1,0 +1,14 @@
+"""Experiments: arms (compaction strategies with their settings) run over cases (session branches
+with probes), scored by how much of what a probe needs the compacted context still holds, every run kept.
+
+``Experiments(store).run("spec.yaml")`` from Python, ``memorylab eval spec.yaml`` from the command
+line, the Experiments page in the lab.
+"""
+from .experiments import Experiments
+from .proposals import propose_probes
+from .results import ExperimentResults, compare_trials
+from .spec import PROBE_KINDS, STRATEGY_DEFAULTS, Arm, Case, ExperimentSpec, Grader, Probe, load_spec, parse_spec
+from .strategies import register_window_handler
+
+__all__ = ["PROBE_KINDS", "STRATEGY_DEFAULTS", "Arm", "Case", "ExperimentResults", "ExperimentSpec", "Experiments",
+           "Grader", "Probe", "compare_trials", "load_spec", "parse_spec", "propose_probes", "register_window_handler"]

@@ -1,0 +1,143 @@
+"""``Experiments``: a tenant's experiments in a store, saved, run and read back."""
+from __future__ import annotations
+
+import pandas as pd
+
+from ..errors import NotFoundError
+from ..messages import utc_now_iso
+from ..shapes import Messages
+from ..validation import check_identifier, check_integer
+from .results import ExperimentResults, compare_trials
+from .runner import resolve_cases, run_trial
+from .spec import ExperimentSpec, load_spec, parse_spec
+
+
+def _definition(spec) -> dict:
+    """The rows ``store.experiments.save`` writes for ``spec``."""
+    return {
+        "name": spec.name, "description": spec.description,
+        "settings": {"concurrency": spec.concurrency, "min_score": spec.min_score,
+                     "grader": spec.grader.to_dict() if spec.grader else None},
+        "arms": [{"name": arm.name, "strategy": arm.strategy, "settings": arm.settings, "min_score": arm.min_score}
+                 for arm in spec.arms],
+        "cases": [{"name": case.name, "tenant_id": case.tenant, "agent_id": case.agent, "session_id": case.session,
+                   "leaf_id": case.leaf, "probes": [p.to_dict() | {"answer": p.answer} for p in case.probes]}
+                  for case in spec.cases],
+    }
+
+
+def _spec(definition) -> ExperimentSpec:
+    settings = definition["settings"] or {}
+    data = {
+        "name": definition["name"], "description": definition["description"],
+        "concurrency": settings.get("concurrency", 4), "min_score": settings.get("min_score"),
+        "grader": settings.get("grader"),
+        "arms": [{"name": arm["name"], "strategy": arm["strategy"], "min_score": arm["min_score"], **arm["settings"]}
+                 for arm in definition["arms"]],
+        "cases": [{"name": case["name"], "session": case["session_id"], "agent": case["agent_id"],
+                   "tenant": case["tenant_id"], "leaf": case["leaf_id"],
+                   "probes": [{k: v for k, v in probe.items() if v is not None} for probe in case["probes"]]}
+                  for case in definition["cases"]],
+    }
+    return parse_spec({k: v for k, v in data.items() if v is not None}, source=f"stored experiment {definition['name']!r}")
+
+
+class Experiments:
+    """The experiments of one tenant: ``Experiments(store).run("sample.yaml")``.
+
+    A spec is a path to a YAML file, a dict as YAML would give it, or an ``ExperimentSpec``. Running
+    saves it under its name (replacing the arms, cases and probes saved before, never the runs) and
+    adds a trial; ``results(name)`` reads the newest trial back, ``results(name, trial=1)`` an older one.
+    """
+
+    def __init__(self, store, *, tenant_id="default"):
+        self.store = store
+        self.tenant_id = check_identifier(tenant_id, "tenant id")
+
+    def __repr__(self):
+        return f"<Experiments of {self.store!r}, tenant {self.tenant_id!r}>"
+
+    @staticmethod
+    def spec(spec) -> ExperimentSpec:
+        """``spec`` checked and read: a path, a dict or an ``ExperimentSpec``."""
+        if isinstance(spec, (dict, ExperimentSpec)):
+            return parse_spec(spec)
+        return load_spec(spec)
+
+    def save(self, spec) -> ExperimentSpec:
+        """Check ``spec`` against the store (its sessions and leaves exist) and save it."""
+        spec = self.spec(spec)
+        resolve_cases(self.store, spec)
+        self.store.experiments.save(self.tenant_id, _definition(spec), now=utc_now_iso())
+        return spec
+
+    def get(self, name) -> ExperimentSpec:
+        return _spec(self._definition(name))
+
+    def listing(self) -> list[dict]:
+        """Every experiment of the tenant with its counts of arms, cases, probes, trials and runs."""
+        return self.store.experiments.listing(self.tenant_id)
+
+    def delete(self, name) -> bool:
+        """Remove the experiment and all its runs; False when there was none."""
+        return self.store.experiments.delete(self.tenant_id, name)
+
+    def run(self, spec, *, progress=None, cancel=None, concurrency=None) -> ExperimentResults:
+        """Run every arm on every case as a new trial and return its results.
+
+        Nothing runs or is saved when the spec or a case is wrong. ``progress(done, total, run)`` is
+        called as each run is stored; setting the ``threading.Event`` ``cancel`` stops the runs not
+        yet started, and what finished is kept (``results.complete`` is then False).
+        """
+        spec = self.spec(spec)
+        check_integer(concurrency, "concurrency", minimum=1, optional=True)
+        branches = resolve_cases(self.store, spec)
+        pk = self.store.experiments.save(self.tenant_id, _definition(spec), now=utc_now_iso())
+        trial, _ = run_trial(self.store, pk, spec, branches, concurrency=concurrency, progress=progress, cancel=cancel)
+        return self._results(spec, pk, trial)
+
+    def trials(self, name) -> list[dict]:
+        """``[{"trial", "runs", "errors", "score", "started_at", "finished_at"}]``, oldest first."""
+        runs = self.store.experiments.runs(self._definition(name)["pk"])
+        trials = {}
+        for run in runs:
+            entry = trials.setdefault(run["trial"], {"trial": run["trial"], "runs": 0, "errors": 0, "scores": [],
+                                                     "started_at": run["started_at"], "finished_at": run["finished_at"]})
+            entry["runs"] += 1
+            entry["errors"] += run["error"] is not None
+            entry["scores"].append(run["score"] or 0.0)
+            entry["started_at"] = min(entry["started_at"], run["started_at"])
+            entry["finished_at"] = max(entry["finished_at"], run["finished_at"])
+        return [{**{k: v for k, v in t.items() if k != "scores"}, "score": sum(t["scores"]) / len(t["scores"])}
+                for t in trials.values()]
+
+    def results(self, name, trial=None) -> ExperimentResults:
+        """A trial's results (default: the newest). NotFoundError when the experiment never ran."""
+        definition = self._definition(name)
+        if trial is None:
+            trial = self.store.experiments.next_trial(definition["pk"]) - 1
+            if trial == 0:
+                raise NotFoundError(f"experiment {name!r} has not been run yet")
+        return self._results(_spec(definition), definition["pk"], trial)
+
+    def compare(self, name, first_trial, second_trial) -> pd.DataFrame:
+        """Two trials of ``name`` side by side (``compare_trials``)."""
+        return compare_trials(self.results(name, first_trial), self.results(name, second_trial))
+
+    def context(self, run) -> Messages:
+        """The compacted context a run produced (the messages the model would see next turn)."""
+        return Messages(self.store.experiments.run_context(run["pk"]) or [])
+
+    def _definition(self, name) -> dict:
+        definition = self.store.experiments.definition(self.tenant_id, name)
+        if definition is None:
+            raise NotFoundError(f"no experiment named {name!r} in tenant {self.tenant_id!r}")
+        return definition
+
+    def _results(self, spec, pk, trial) -> ExperimentResults:
+        runs = self.store.experiments.runs(pk, trial=trial)
+        if not runs:
+            raise NotFoundError(f"experiment {spec.name!r} has no trial {trial}")
+        return ExperimentResults(spec.name, trial, runs,
+                                 thresholds={arm.name: spec.threshold(arm) for arm in spec.arms},
+                                 expected_runs=len(spec.arms) * len(spec.cases))

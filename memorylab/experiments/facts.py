@@ -1,0 +1,283 @@
+"""Fact matching: does a context still hold a short fact, however the fact is formatted?
+
+Experiments score every arm by the facts its context keeps, so the verdict must not depend on a
+model or on formatting. Texts and facts are cut into the same canonical tokens: lower case,
+punctuation and spacing ignored, ``3,000`` = ``3000``, ``2.3M`` = ``2.3 million`` = ``2300000``,
+``v2.1`` = ``version 2.1`` = ``2.1``, ``30 minutes`` = ``30 min`` = ``30-minute``, ``€`` = ``EUR``,
+plurals folded, and dates in ISO or written form (``2026-11-15``, ``15 Nov 2026``, ``November 15,
+2026``, ``Nov 15``) as one date token. Slash dates other than year-first are left alone: whether
+``11/08`` is day or month first cannot be told.
+
+A fact is kept when all its significant terms (numbers, dates, ids, words of three or more letters
+that are not stopwords) occur close together in the context: within a window that grows with the
+fact's length, so a long history cannot assemble a fact from words scattered across it. Tokens
+written together in the fact (``A-4471``, ``customers.email``, ``48GB``) and a number with its
+unit (``48 GB``) form one term whose pieces must be adjacent. Numbers only equal whole numbers:
+``48`` is not found in ``480``, nor ``2.3`` in ``2.35``.
+
+A fact date with a year is also found written without a year (summaries drop it), but never with a
+different year; a fact date without a year matches that day in any year.
+"""
+import re
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass
+from decimal import Decimal
+from functools import lru_cache
+from typing import NamedTuple
+
+_MONTH_NUMBERS = {
+    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
+    "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12,
+}
+_MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|(?-i:May)|june?|july?|aug(?:ust)?" \
+         r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_ORDINAL = r"(?:st|nd|rd|th)?"
+_YEAR = r"(?:,?\s+(?P<{}>\d{{4}})(?![\d]))?"
+_TOKEN = re.compile(
+    rf"""
+    (?P<iso>(?<![\d.])(?P<iso_year>\d{{4}})([-/])(?P<iso_month>\d{{1,2}})\3(?P<iso_day>\d{{1,2}})(?!\d))
+  | (?P<day_first>(?<![\d.,])(?P<df_day>\d{{1,2}}){_ORDINAL}\s+(?:of\s+)?(?P<df_month>{_MONTH})\b\.?
+        {_YEAR.format("df_year")})
+  | (?P<month_first>\b(?P<mf_month>{_MONTH})\b\.?\s+(?P<mf_day>\d{{1,2}}){_ORDINAL}(?![\w])
+        {_YEAR.format("mf_year")})
+  | (?P<number>(?:\b(?:version:?\s*|v)(?=\d))?
+        (?P<digits>\d{{1,3}}(?:,\d{{3}})+(?!\d)(?:\.\d+)?|\d+(?:\.\d+)*)
+        (?:(?:st|nd|rd|th)(?![^\W\d_]))?
+        (?P<magnitude>\s*(?:million|billion|thousand|mn|bn)\b|(?-i:[kKM]|\s+M)(?![^\W\d_]))?)
+  | (?P<word>[^\W\d_]+(?:['’][^\W\d_]+)*)
+  | (?P<symbol>[€$£%])
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+_MAGNITUDES = {"k": 3, "thousand": 3, "m": 6, "mn": 6, "million": 6, "bn": 9, "billion": 9}
+_SYMBOL_WORDS = {"€": "eur", "$": "usd", "£": "gbp", "%": "percent"}
+_WORD_ALIASES = {"euro": "eur", "euros": "eur", "pct": "percent", "dollar": "usd", "dollars": "usd"}
+# Words that, right after a number, are its unit: canonical so "30 min" = "30 minutes", and part of
+# the number's term so "48 GB" is never satisfied by a 48 and a GB far apart.
+_UNIT_ALIASES = {
+    "ms": "ms", "msec": "ms", "millisecond": "ms", "milliseconds": "ms",
+    "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
+    "min": "min", "mins": "min", "minute": "min", "minutes": "min",
+    "h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
+    "d": "day", "day": "day", "days": "day", "wk": "week", "week": "week", "weeks": "week",
+    "yr": "year", "yrs": "year", "year": "year", "years": "year", "percent": "percent",
+    "b": "b", "kb": "kb", "mb": "mb", "gb": "gb", "tb": "tb", "pb": "pb",
+    "kib": "kib", "mib": "mib", "gib": "gib", "tib": "tib",
+}
+_STOPWORDS = frozenset({
+    "the", "and", "for", "was", "were", "our", "are", "with", "from", "that", "this", "has",
+    "have", "had", "its", "into", "onto", "than", "then", "them", "they", "their", "there",
+    "these", "those", "which", "who", "whom", "what", "when", "where", "will", "would", "shall",
+    "should", "can", "could", "been", "being", "also", "you", "your", "his", "her", "she", "him",
+    "via", "about", "just", "some", "such", "very", "only", "over", "out", "yet", "does", "did",
+    "let", "per", "any", "all", "but",
+})
+# Characters that join tokens into one term when a fact writes them without spaces: A-4471,
+# customers.email, Europe/Berlin, mysql-prod-01.
+_JOINERS = frozenset("-_./:@#+~")
+_WINDOW_BASE = 12
+_WINDOW_PER_TERM = 6
+
+
+class _Token(NamedTuple):
+    offers: tuple
+    """Canonical forms a context offers at this token."""
+    wants: tuple
+    """Forms that satisfy this token when it stands in a fact."""
+    start: int
+    end: int
+    kind: str
+    unit: bool
+    """A unit (or %) right after a number: it belongs to the number's term."""
+
+
+def _date_token(match, kind, start, end):
+    if kind == "iso":
+        year, month, day = match["iso_year"], int(match["iso_month"]), int(match["iso_day"])
+    else:
+        prefix = "df" if kind == "day_first" else "mf"
+        year = match[f"{prefix}_year"]
+        month = _MONTH_NUMBERS[match[f"{prefix}_month"][:3].lower()]
+        day = int(match[f"{prefix}_day"])
+    month_day = f"date:{month:02}-{day:02}"
+    if year:
+        dated = f"date:{year}-{month:02}-{day:02}"
+        return _Token((dated, month_day), (dated, f"date:?-{month:02}-{day:02}"), start, end, "date", False)
+    return _Token((month_day, f"date:?-{month:02}-{day:02}"), (month_day,), start, end, "date", False)
+
+
+def _number_form(match):
+    digits = match["digits"].replace(",", "")
+    magnitude = (match["magnitude"] or "").strip()
+    if magnitude and digits.count(".") <= 1:
+        scaled = Decimal(digits).scaleb(_MAGNITUDES[magnitude.lower()])
+        return format(scaled.normalize(), "f")
+    return digits
+
+
+@lru_cache(maxsize=1 << 16)
+def _word_form(word, after_number):
+    """A word's canonical form, and whether it is a number's unit; cached, as most words repeat."""
+    word = word.lower().replace("’", "'")
+    word = word.removesuffix("'s")
+    if after_number and word in _UNIT_ALIASES:
+        return _UNIT_ALIASES[word], True
+    word = _WORD_ALIASES.get(word, word)
+    if len(word) >= 4 and word.endswith("s") and not word.endswith(("ss", "us", "is")) and word not in _STOPWORDS:
+        word = word[:-1]
+    return word, False
+
+
+def _tokens(text):
+    previous_kind = None
+    for match in _TOKEN.finditer(text):
+        kind, start, end = match.lastgroup, match.start(), match.end()
+        if kind in ("iso", "day_first", "month_first"):
+            token = _date_token(match, kind, start, end)
+        elif kind == "number":
+            form = _number_form(match)
+            token = _Token((form,), (form,), start, end, "number", False)
+        elif kind == "word":
+            form, unit = _word_form(match["word"], previous_kind == "number")
+            token = _Token((form,), (form,), start, end, "word", unit)
+        else:
+            form = _SYMBOL_WORDS[match["symbol"]]
+            unit = form == "percent" and previous_kind == "number"
+            token = _Token((form,), (form,), start, end, "symbol", unit)
+        previous_kind = token.kind
+        yield token
+
+
+class ContextText:
+    """A context prepared once for matching many facts against it: its canonical tokens and where
+    each form occurs. Building it is the costly step (about a second for a megabyte); each match
+    afterwards only looks up the fact's few terms."""
+
+    def __init__(self, text: str):
+        self.text = text or ""
+        self._offers = []
+        self._positions = defaultdict(list)
+        for position, token in enumerate(_tokens(self.text)):
+            self._offers.append(token.offers)
+            for form in token.offers:
+                self._positions[form].append(position)
+
+    def __len__(self) -> int:
+        return len(self._offers)
+
+    def _occurrences(self, pieces) -> list[int]:
+        """Token positions where ``pieces`` (one tuple of wanted forms per token) occur adjacently."""
+        starts = sorted({p for form in pieces[0] for p in self._positions.get(form, ())})
+        rest = list(enumerate(pieces[1:], start=1))
+        last = len(self._offers) - len(pieces)
+        return [
+            start for start in starts
+            if start <= last and all(
+                any(form in wanted for form in self._offers[start + offset]) for offset, wanted in rest
+            )
+        ]
+
+
+@dataclass(frozen=True)
+class FactMatch:
+    """One fact's verdict; ``missing`` names the fact's terms, as the fact writes them, that were
+    not found near the others (all of them when the context lacks them entirely)."""
+
+    fact: str
+    kept: bool
+    missing: list[str]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class _Term(NamedTuple):
+    surface: str
+    pieces: tuple
+
+
+def _written_together(fact, before, after):
+    """Adjacent tokens with nothing or only joining characters between them (a currency sign stands
+    apart: "€49.90" and "49.90 €" are the same fact)."""
+    gap = fact[before.end:after.start]
+    return set(gap) <= _JOINERS and "symbol" not in (before.kind, after.kind)
+
+
+def _is_significant(token):
+    if token.kind != "word":
+        return True
+    word = token.offers[0]
+    return token.unit or (len(word) >= 3 and word not in _STOPWORDS)
+
+
+def _fact_terms(fact) -> list[_Term]:
+    """The terms a context must hold for ``fact``: runs of tokens written together (and a number with
+    its unit) form one term; terms with no significant token are dropped, and repeats merged. A fact
+    with no significant term at all keeps every token, so "a" still has to appear."""
+    groups = []
+    for token in _tokens(fact):
+        if groups and (token.unit or _written_together(fact, groups[-1][-1], token)):
+            groups[-1].append(token)
+        else:
+            groups.append([token])
+    terms = {}
+    for significant_only in (True, False):
+        for group in groups:
+            if not significant_only or any(_is_significant(token) for token in group):
+                surface = fact[group[0].start:group[-1].end]
+                terms.setdefault(tuple(token.wants for token in group), surface)
+        if terms:
+            break
+    return [_Term(surface, pieces) for pieces, surface in terms.items()]
+
+
+def _window_width(terms):
+    return _WINDOW_BASE + sum(len(term.pieces) + _WINDOW_PER_TERM for term in terms)
+
+
+def _best_window(context, terms):
+    """The indexes of the terms in the densest stretch of the context: the window of the allowed
+    width that holds the most of them."""
+    width = _window_width(terms)
+    events = sorted(
+        (start, start + len(term.pieces), index)
+        for index, term in enumerate(terms) for start in context._occurrences(term.pieces)
+    )
+    counts, best, left = Counter(), set(), 0
+    for start, end, index in events:
+        counts[index] += 1
+        while end - events[left][0] > width:
+            dropped = events[left][2]
+            counts[dropped] -= 1
+            if not counts[dropped]:
+                del counts[dropped]
+            left += 1
+        if len(counts) > len(best):
+            best = set(counts)
+            if len(best) == len(terms):
+                break
+    return best
+
+
+def _as_context(text_or_context):
+    if isinstance(text_or_context, ContextText):
+        return text_or_context
+    return ContextText(text_or_context)
+
+
+def match_fact(context, fact: str) -> FactMatch:
+    """Whether ``context`` (a text or a ``ContextText``) holds ``fact``. A fact with no letters or
+    digits cannot be held: it comes back not kept, itself missing."""
+    context = _as_context(context)
+    terms = _fact_terms(fact)
+    if not terms:
+        return FactMatch(fact, False, [fact])
+    found = _best_window(context, terms)
+    missing = [term.surface for index, term in enumerate(terms) if index not in found]
+    return FactMatch(fact, not missing, missing)
+
+
+def match_facts(text_or_context, facts) -> list[FactMatch]:
+    """``match_fact`` for each fact, in order, preparing the context once."""
+    context = _as_context(text_or_context)
+    return [match_fact(context, fact) for fact in facts]

@@ -1,0 +1,195 @@
+"""One trial's runs read back: the leaderboard, per-run and per-probe tables, exports and comparisons.
+
+A run that failed scores 0 in its arm's mean (it kept nothing the model could use) and is counted
+in the arm's ``errors``, so a regression check never passes on an arm that did not run.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+
+import pandas as pd
+
+RUN_COLUMNS = ("arm", "strategy", "case", "score", "tokens_before", "tokens_after", "tokens_saved", "saved_pct",
+               "summary_tokens", "cost", "latency_s", "model", "error")
+LEADERBOARD_COLUMNS = ("arm", "strategy", "score", "spread", "min_case", "max_case", "tokens_before", "tokens_after",
+                       "saved_pct", "summary_tokens", "cost", "latency_s", "errors", "min_score", "passed")
+
+
+def _mean(values):
+    return sum(values) / len(values) if values else None
+
+
+class ExperimentResults:
+    """The runs of one trial of an experiment (``runs`` as ``store.experiments.runs`` reads them),
+    with each arm's threshold (``thresholds``: arm name to min score or None)."""
+
+    def __init__(self, experiment, trial, runs, *, thresholds=None, expected_runs=None):
+        self.experiment = experiment
+        self.trial = trial
+        self.runs = runs
+        self.thresholds = thresholds or {}
+        self.expected_runs = expected_runs
+
+    def __repr__(self):
+        return f"<ExperimentResults {self.experiment!r} trial {self.trial}: {len(self.runs)} runs>"
+
+    @property
+    def complete(self) -> bool:
+        """False when the trial was cancelled or interrupted before every run was stored."""
+        return self.expected_runs is None or len(self.runs) >= self.expected_runs
+
+    @property
+    def arms(self) -> list[str]:
+        return list(dict.fromkeys(run["arm"] for run in self.runs))
+
+    @property
+    def cases(self) -> list[str]:
+        return list(dict.fromkeys(run["case_name"] for run in self.runs))
+
+    def run(self, arm, case) -> dict | None:
+        return next((r for r in self.runs if r["arm"] == arm and r["case_name"] == case), None)
+
+    # -- tables --------------------------------------------------------------------------------------
+
+    def runs_frame(self) -> pd.DataFrame:
+        """One row per run (arm on case)."""
+        rows = []
+        for run in self.runs:
+            saved = run["tokens_before"] - run["tokens_after"] if run["error"] is None else None
+            rows.append({
+                "arm": run["arm"], "strategy": run["strategy"], "case": run["case_name"], "score": run["score"],
+                "tokens_before": run["tokens_before"], "tokens_after": run["tokens_after"], "tokens_saved": saved,
+                "saved_pct": _percent(saved, run["tokens_before"]), "summary_tokens": run["summary_tokens"],
+                "cost": run["cost"], "latency_s": round(run["latency"], 3), "model": run["model"],
+                "error": run["error"],
+            })
+        return pd.DataFrame(rows, columns=RUN_COLUMNS)
+
+    def probes_frame(self) -> pd.DataFrame:
+        """One row per probe of each run: its score and the facts the context missed."""
+        rows = [
+            {"arm": run["arm"], "case": run["case_name"], "probe": s["probe"], "kind": s["kind"], "score": s["score"],
+             "fact_score": s["fact_score"], "graded_score": s.get("graded_score"), "missed": ", ".join(s["missed"]),
+             "question": s["question"]}
+            for run in self.runs for s in run["scores"]
+        ]
+        return pd.DataFrame(rows, columns=("arm", "case", "probe", "kind", "score", "fact_score", "graded_score",
+                                           "missed", "question"))
+
+    def arm_summaries(self) -> list[dict]:
+        """Per arm, in the experiment's order: mean score over cases (failed runs count 0), its spread
+        (population standard deviation), mean tokens, total cost, and whether it reached its threshold."""
+        summaries = []
+        for arm in self.arms:
+            runs = [r for r in self.runs if r["arm"] == arm]
+            scores = [r["score"] if r["error"] is None and r["score"] is not None else 0.0 for r in runs]
+            ok = [r for r in runs if r["error"] is None]
+            costs = [r["cost"] for r in ok]
+            score = _mean(scores)
+            threshold = self.thresholds.get(arm)
+            before, after = _mean([r["tokens_before"] for r in ok]), _mean([r["tokens_after"] for r in ok])
+            summaries.append({
+                "arm": arm, "strategy": runs[0]["strategy"], "score": score,
+                "spread": statistics.pstdev(scores) if len(scores) > 1 else 0.0,
+                "min_case": min(scores), "max_case": max(scores),
+                "tokens_before": None if before is None else round(before),
+                "tokens_after": None if after is None else round(after),
+                "saved_pct": _percent(None if before is None else before - after, before),
+                "summary_tokens": round(_mean([r["summary_tokens"] for r in ok]) or 0),
+                "cost": None if any(c is None for c in costs) else sum(costs),
+                "latency_s": round(_mean([r["latency"] for r in runs]), 3),
+                "errors": len(runs) - len(ok), "min_score": threshold,
+                "passed": None if threshold is None else score >= threshold,
+            })
+        return summaries
+
+    def leaderboard(self) -> pd.DataFrame:
+        """``arm_summaries`` as a table, best score first (ties: fewer tokens after)."""
+        frame = pd.DataFrame(self.arm_summaries(), columns=LEADERBOARD_COLUMNS)
+        return frame.sort_values(["score", "tokens_after"], ascending=[False, True], kind="stable").reset_index(drop=True)
+
+    def failing_arms(self, min_score=None) -> list[dict]:
+        """The arms under their threshold (``min_score`` overrides every arm's)."""
+        failing = []
+        for summary in self.arm_summaries():
+            threshold = min_score if min_score is not None else summary["min_score"]
+            if threshold is not None and summary["score"] < threshold:
+                failing.append(summary | {"min_score": threshold})
+        return failing
+
+    def missed_probes(self, arm) -> pd.DataFrame:
+        """The probes ``arm`` did not fully keep, on every case."""
+        probes = self.probes_frame()
+        return probes[(probes["arm"] == arm) & (probes["score"] < 1)].reset_index(drop=True)
+
+    # -- exports -------------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        """``{"experiment", "trial", "complete", "arms": [...], "runs": [...]}``; each arm holds at least
+        ``name``, ``strategy``, ``score`` (0 to 1), ``tokens_before``, ``tokens_after`` and ``cost``."""
+        arms = [{"name": s.pop("arm"), **s} for s in self.arm_summaries()]
+        runs = [{key: value for key, value in run.items() if key != "context"} for run in self.runs]
+        return {"experiment": self.experiment, "trial": self.trial, "complete": self.complete, "arms": arms, "runs": runs}
+
+    def to_json(self, path=None, *, indent=2) -> str:
+        text = json.dumps(self.to_dict(), ensure_ascii=False, indent=indent, default=str)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as file:
+                file.write(text + "\n")
+        return text
+
+    def to_csv(self, path=None) -> str | None:
+        """The runs table as CSV (written to ``path`` when given)."""
+        return self.runs_frame().to_csv(path, index=False)
+
+    def leaderboard_markdown(self) -> str:
+        """The leaderboard as a Markdown table (what the README and ``memorylab eval`` show)."""
+        lines = ["| arm | strategy | score | spread | tokens before | tokens after | saved | cost | errors |",
+                 "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for row in self.leaderboard().to_dict("records"):
+            cost = "n/a" if row["cost"] is None or pd.isna(row["cost"]) else f"{row['cost']:.4f}"
+            lines.append(f"| {row['arm']} | {row['strategy']} | {row['score']:.2f} | {row['spread']:.2f} | "
+                         f"{_count(row['tokens_before'])} | {_count(row['tokens_after'])} | "
+                         f"{_pct(row['saved_pct'])} | {cost} | {row['errors']} |")
+        return "\n".join(lines)
+
+    def pareto_figure(self, **layout) -> "plotly.graph_objects.Figure":
+        from ..lab.viz import pareto_figure
+
+        return pareto_figure(self.arm_summaries(), **layout)
+
+    def _repr_html_(self):
+        from ..lab.notebook import results_html
+
+        return results_html(self)
+
+
+def compare_trials(first, second) -> pd.DataFrame:
+    """Each arm on each case in two trials (``ExperimentResults``) side by side, with the change in
+    score and in tokens after. Arms or cases only one trial has show with the other side empty."""
+    rows = []
+    keys = list(dict.fromkeys((r["arm"], r["case_name"]) for r in [*first.runs, *second.runs]))
+    for arm, case in keys:
+        a, b = first.run(arm, case), second.run(arm, case)
+        score_a, score_b = (run["score"] if run else None for run in (a, b))
+        rows.append({
+            "arm": arm, "case": case, f"score_{first.trial}": score_a, f"score_{second.trial}": score_b,
+            "score_change": None if score_a is None or score_b is None else score_b - score_a,
+            f"tokens_after_{first.trial}": a["tokens_after"] if a else None,
+            f"tokens_after_{second.trial}": b["tokens_after"] if b else None,
+            "settings_changed": bool(a and b and (a["strategy"], a["arm_settings"]) != (b["strategy"], b["arm_settings"])),
+        })
+    return pd.DataFrame(rows)
+
+
+def _percent(part, whole):
+    return None if part is None or not whole else round(100 * part / whole, 1)
+
+
+def _count(value):
+    return "" if value is None or pd.isna(value) else f"{int(value):,}"
+
+
+def _pct(value):
+    return "" if value is None or pd.isna(value) else f"{value:.0f}%"

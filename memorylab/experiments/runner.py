@@ -1,0 +1,109 @@
+"""Running an experiment: every arm on every case, concurrently, each run stored as it finishes.
+
+Model calls overlap up to the spec's ``concurrency``; runs are written from the calling thread, one
+transaction each, so a cancelled or interrupted experiment keeps every run that finished. A run
+whose model call fails is stored with its error and scores nothing; the others go on.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+
+from ..errors import InvalidInputError, MemoryLabError
+from ..history.session import Session
+from ..messages import utc_now_iso
+from .scoring import score_probes
+from .strategies import apply_arm
+
+
+@dataclass(frozen=True)
+class CaseBranch:
+    """A case resolved against the store: the overlaid history of its branch."""
+
+    case: object
+    leaf_id: str
+    history: list
+
+
+def resolve_cases(store, spec) -> dict[str, CaseBranch]:
+    """Each case's branch, read once; one InvalidInputError naming every case whose session or leaf
+    is not in the store."""
+    problems, branches = [], {}
+    for case in spec.cases:
+        try:
+            session = Session.open(store, case.session, tenant_id=case.tenant, agent_id=case.agent)
+        except MemoryLabError as error:
+            problems.append(f"case {case.name!r}: {error}")
+            continue
+        leaf_id = case.leaf or session.get_latest_leaf_id()
+        if leaf_id is None or session.get_message(leaf_id) is None:
+            problems.append(f"case {case.name!r}: session {case.session!r} has no message {case.leaf!r}"
+                            if case.leaf else f"case {case.name!r}: session {case.session!r} holds no messages")
+            continue
+        branches[case.name] = CaseBranch(case, leaf_id, session.get_history(leaf_id))
+    if problems:
+        lines = "\n".join(f"  - {problem}" for problem in problems)
+        raise InvalidInputError(f"experiment {spec.name!r} cannot run; nothing was run or saved:\n{lines}")
+    return branches
+
+
+def run_one(arm, branch, grader=None) -> dict:
+    """One arm on one case, as the row ``store.experiments.add_run`` stores (``trial`` left to the caller)."""
+    case = branch.case
+    run = {
+        "arm": arm.name, "strategy": arm.strategy, "arm_settings": dict(arm.settings), "case_name": case.name,
+        "session_id": case.session, "leaf_id": branch.leaf_id, "context": [], "summary": None, "request": None,
+        "scores": [], "score": None, "tokens_before": sum(m.get("tokens") or 0 for m in branch.history),
+        "tokens_after": 0, "summary_tokens": 0, "usage": {}, "cost": None, "latency": 0.0, "model": None,
+        "error": None, "started_at": utc_now_iso(),
+    }
+    started = time.perf_counter()
+    try:
+        output = apply_arm(arm, branch.history)
+        scores, grading = score_probes(output.context, case.probes, grader=grader)
+    except MemoryLabError as error:
+        run.update(error=f"{type(error).__name__}: {error}", latency=time.perf_counter() - started,
+                   finished_at=utc_now_iso())
+        return run
+    usage = {"summary": output.usage} if output.usage else {}
+    cost = output.cost
+    if grading:
+        usage["grading"] = grading["usage"]
+        cost = None if cost is None or grading["cost"] is None else cost + grading["cost"]
+    run.update(
+        context=list(output.context), summary=output.summary, request=output.request, scores=scores,
+        score=sum(s["score"] for s in scores) / len(scores), tokens_before=output.tokens_before,
+        tokens_after=output.tokens_after, summary_tokens=output.summary_tokens, usage=usage, cost=cost,
+        latency=time.perf_counter() - started, model=output.model, finished_at=utc_now_iso(),
+    )
+    return run
+
+
+def run_trial(store, experiment_pk, spec, branches, *, concurrency=None, progress=None, cancel=None) -> tuple[int, bool]:
+    """Run every arm on every case as the experiment's next trial. Returns ``(trial, cancelled)``.
+
+    ``progress(done, total, run)`` is called after each run is stored; setting the ``cancel`` event
+    stops runs that have not started (those running finish and are kept).
+    """
+    trial = store.experiments.next_trial(experiment_pk)
+    tasks = [(arm, branches[case.name]) for arm in spec.arms for case in spec.cases]
+    cancel = cancel or threading.Event()
+    done = 0
+    with ThreadPoolExecutor(max_workers=concurrency or spec.concurrency, thread_name_prefix="experiment") as pool:
+        pending = {pool.submit(run_one, arm, branch, spec.grader) for arm, branch in tasks}
+        while pending:
+            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for future in finished:
+                if future.cancelled():
+                    continue
+                run = future.result() | {"trial": trial}
+                store.experiments.add_run(experiment_pk, run)
+                done += 1
+                if progress is not None:
+                    progress(done, len(tasks), run)
+            if cancel.is_set():
+                for future in pending:
+                    future.cancel()
+    return trial, done < len(tasks)

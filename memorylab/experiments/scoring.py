@@ -1,0 +1,96 @@
+"""Scoring a compacted context against a case's probes.
+
+Every probe is scored by matching its facts in the text the model would see (``context_text``):
+the share of facts kept, with the missed ones named. With a grader, a model also answers the probe
+from that context alone and a judge model grades the answer against the expected one; the graded
+score then is the probe's score, and both prompts and raw outputs are kept with the run.
+"""
+from __future__ import annotations
+
+import re
+
+from ..messages import is_tool_part
+from ..tokens import compact_json
+from .facts import ContextText, match_facts
+
+ANSWER_PROMPT = """\
+Below is everything you remember of a conversation with a user. Answer the user's question from it \
+alone, in one or two sentences. If it does not say, answer "I don't know".
+
+<conversation>
+{transcript}
+</conversation>
+
+Question: {question}"""
+
+JUDGE_PROMPT = """\
+You grade an assistant's answer against the expected answer.
+
+Question: {question}
+Expected answer: {expected}
+Assistant's answer: {answer}
+
+Reply with one line "SCORE: 1" when the answer states the expected facts, "SCORE: 0.5" when it states \
+part of them, "SCORE: 0" when it misses them or says it does not know. Then one sentence saying why."""
+
+_SCORE = re.compile(r"score\s*[:=]?\s*(1(?:\.0+)?|0(?:\.\d+)?|\.\d+)", re.IGNORECASE)
+
+
+def context_text(messages) -> str:
+    """What the model reads of ``messages``: text parts, tool inputs and outputs (reasoning is never
+    sent back, so it is left out)."""
+    pieces = []
+    for message in messages:
+        for part in message.get("parts") or ():
+            if part.get("type") == "text":
+                pieces.append(part.get("text") or "")
+            elif is_tool_part(part):
+                pieces.extend(compact_json(part[key]) for key in ("input", "output") if key in part)
+    return "\n".join(pieces)
+
+
+def score_probes(context, probes, *, grader=None) -> tuple[list[dict], dict]:
+    """``(scores, grading)``: one dict per probe (``probe``, ``kind``, ``score`` from 0 to 1, ``facts``
+    with each fact's verdict, ``missed``), and the grading calls' usage and cost (empty without a grader)."""
+    text = ContextText(context_text(context))
+    scores = []
+    for probe in probes:
+        matches = match_facts(text, probe.expected_facts())
+        kept = sum(match.kept for match in matches)
+        scores.append({
+            "probe": probe.id, "kind": probe.kind, "question": probe.question,
+            "fact_score": kept / len(matches) if matches else 0.0,
+            "facts": [match.to_dict() for match in matches],
+            "missed": [match.fact for match in matches if not match.kept],
+        })
+    grading = _grade(context, probes, scores, grader) if grader else {}
+    for score in scores:
+        score["score"] = score["graded_score"] if score.get("graded_score") is not None else score["fact_score"]
+    return scores, grading
+
+
+def _grade(context, probes, scores, grader):
+    from ..history.compaction import render_transcript
+    from ..llm.models import complete_with_usage
+
+    transcript = render_transcript(context)
+    usage, cost = {}, 0.0
+    for probe, score in zip(probes, scores):
+        answer_prompt = ANSWER_PROMPT.format(transcript=transcript, question=probe.question)
+        answer, answered = complete_with_usage(answer_prompt, model=grader.answer_model, **grader.completion)
+        expected = probe.answer or "; ".join(probe.facts)
+        judge_prompt = JUDGE_PROMPT.format(question=probe.question, expected=expected, answer=answer)
+        verdict, judged = complete_with_usage(judge_prompt, model=grader.judge_model, **grader.completion)
+        score.update(answer_prompt=answer_prompt, answer=answer, judge_prompt=judge_prompt, judge_output=verdict,
+                     graded_score=parse_judge_score(verdict))
+        for accounted in (answered, judged):
+            for key, value in accounted["usage"].items():
+                usage[key] = usage.get(key, 0) + value
+            cost = None if cost is None or accounted["cost"] is None else cost + accounted["cost"]
+    return {"usage": usage, "cost": cost}
+
+
+def parse_judge_score(verdict) -> float | None:
+    """The score a judge's reply gives (its first "SCORE: x", x from 0 to 1), or None when it gives none."""
+    found = _SCORE.search(verdict or "")
+    return min(float(found.group(1)), 1.0) if found else None

@@ -1,0 +1,204 @@
+"""What each arm's strategy makes of a branch: the context the model would see on its next turn.
+
+``apply_arm(arm, history)`` is one arm on one case's overlaid history. It never writes to the store:
+a summary becomes a summary message in the returned context exactly as an accepted overlay would
+show on read, so probes are answered from what a real compaction would leave.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ..history.compaction import build_summary_prompt, plan_compaction, render_transcript
+from ..history.overlays import is_summary_message, summary_message
+from ..history.truncation import truncate_older_messages
+from ..history.window import SIMPLE_CUT, ContextWindow, simple_cut
+from ..messages import utc_now_iso
+from ..shapes import Messages
+from ..tokens import estimate_message_tokens, estimate_string_tokens
+from .extractive import extractive_summary
+
+WINDOW_HANDLERS = {SIMPLE_CUT: simple_cut}
+"""The resize handlers a ``window`` arm can name: ``handler(full_context, context_window, memo,
+settings) -> (full_context, context_window, memo)``, as ``ContextWindow.register_resize_handler`` takes."""
+EXPERIMENT_OVERLAY_ID = "experiment"
+
+
+def register_window_handler(name, handler) -> None:
+    """Make ``handler`` available to window arms as ``handler: name`` (it runs when the window is
+    over ``max_length``)."""
+    if not callable(handler):
+        raise TypeError(f"a window handler must be callable, got {handler!r}")
+    WINDOW_HANDLERS[name] = handler
+
+
+@dataclass
+class ArmOutput:
+    """One arm's result on one branch. ``request`` is what was sent to a model (None when none was);
+    ``cost`` is None where litellm does not know the model's price."""
+
+    context: Messages
+    tokens_before: int
+    tokens_after: int
+    summary: str | None = None
+    summary_tokens: int = 0
+    dropped: tuple = ()
+    """Ids of the original messages the context no longer holds verbatim."""
+    request: dict | None = None
+    model: str | None = None
+    usage: dict = field(default_factory=dict)
+    cost: float | None = 0.0
+    latency: float = 0.0
+
+
+def branch_tokens(history) -> int:
+    return sum(message.get("tokens") or 0 for message in history)
+
+
+def default_tail_budget(history) -> int:
+    """The tail a plan keeps when an arm does not say: a quarter of the branch's tokens, so the middle
+    always holds something to compact on a branch of any length."""
+    return max(branch_tokens(history) // 4, 1)
+
+
+def plan_for(arm, history):
+    """The compaction plan of a summarize or extractive arm on ``history`` (None: nothing to compact)."""
+    settings = arm.settings
+    budget = settings["tail_token_budget"]
+    return plan_compaction(
+        history, protect_head=settings["protect_head"], min_tail_messages=settings["min_tail_messages"],
+        tail_token_budget=default_tail_budget(history) if budget is None else budget,
+        prompt_template=settings.get("template"),
+    )
+
+
+def apply_arm(arm, history) -> ArmOutput:
+    """The context ``arm`` leaves of ``history``. Model failures raise ModelError."""
+    started = time.perf_counter()
+    output = _STRATEGIES[arm.strategy](arm, history)
+    output.latency = time.perf_counter() - started
+    return output
+
+
+def _full(arm, history):
+    tokens = branch_tokens(history)
+    return ArmOutput(context=Messages(history), tokens_before=tokens, tokens_after=tokens)
+
+
+def _truncate(arm, history):
+    context = truncate_older_messages(history, **arm.settings)
+    shortened = tuple(before["id"] for before, after in zip(history, context) if before is not after)
+    return ArmOutput(context=context, tokens_before=branch_tokens(history), tokens_after=branch_tokens(context),
+                     dropped=shortened)
+
+
+def _window(arm, history):
+    """Seed 002's policy on the branch rendered as ``{"role", "content"}`` messages (one line per part)."""
+    window = ContextWindow(max_length=arm.settings["max_length"], auto_resize=False)
+    handler = arm.settings["handler"]
+    window.register_resize_handler(handler, WINDOW_HANDLERS[handler])
+    if handler != SIMPLE_CUT:
+        window.register_analysis_handler(
+            lambda full, current, memo, settings: handler if window.length(current) > settings["max_length"] else None)
+    window.set_chat_history([{"role": m["role"], "content": render_transcript([m])} for m in history])
+    window.resize()
+    kept = window.context_window
+    context = Messages(_window_message(index, plain) for index, plain in enumerate(kept))
+    kept_ids = {m["id"] for m, plain in zip(history[len(history) - len(kept):], kept)
+                if plain["content"] == render_transcript([m])}
+    return ArmOutput(context=context, tokens_before=branch_tokens(history), tokens_after=branch_tokens(context),
+                     dropped=tuple(m["id"] for m in history if m["id"] not in kept_ids))
+
+
+def _window_message(index, plain):
+    content = plain["content"] if isinstance(plain.get("content"), str) else str(plain.get("content"))
+    message = {"id": f"window-{index}", "role": plain.get("role", "user"),
+               "parts": [{"type": "text", "text": content}], "metadata": {}, "parent_id": None}
+    message["tokens"] = estimate_message_tokens([message])
+    return message
+
+
+def _with_summary(plan, summary, history):
+    overlay = {"id": EXPERIMENT_OVERLAY_ID, "summary": summary, "from_id": plan.from_id, "to_id": plan.to_id,
+               "created_at": utc_now_iso()}
+    context = Messages(plan.head)
+    context.append(summary_message(overlay, plan.middle))
+    context += plan.tail
+    return context
+
+
+def _compacted(arm, history, summarize):
+    plan = plan_for(arm, history)
+    tokens = branch_tokens(history)
+    if plan is None:
+        return ArmOutput(context=Messages(history), tokens_before=tokens, tokens_after=tokens)
+    output = summarize(plan)
+    output.context = _with_summary(plan, output.summary, history)
+    output.tokens_before = tokens
+    output.tokens_after = branch_tokens(output.context)
+    output.summary_tokens = estimate_string_tokens(output.summary)
+    output.dropped = tuple(m["id"] for m in plan.middle)
+    return output
+
+
+def _extractive(arm, history):
+    def summarize(plan):
+        return ArmOutput(context=Messages(), tokens_before=0, tokens_after=0,
+                         summary=extractive_summary(plan.middle, plan.target_summary_tokens))
+
+    return _compacted(arm, history, summarize)
+
+
+def _summarize(arm, history):
+    from ..llm.models import DEFAULT_LOCAL_MODEL, complete_with_usage, model_context_tokens
+
+    model = arm.settings["model"] or DEFAULT_LOCAL_MODEL
+    completion = dict(arm.settings["completion"])
+
+    def summarize(plan):
+        budget = arm.settings["chunk_tokens"] or _chunk_budget(model_context_tokens(model), completion)
+        summary, usage, cost, prompts = plan.previous_summary, {}, 0.0, []
+        summaries = [m for m in plan.middle if is_summary_message(m)]
+        to_summarize = [m for m in plan.middle if not summaries or m is not summaries[-1]]
+        for chunk in _chunks(to_summarize, budget):
+            prompt = build_summary_prompt(chunk, previous_summary=summary, target_tokens=plan.target_summary_tokens,
+                                          template=arm.settings["template"])
+            text, accounted = complete_with_usage(prompt, model=model, **completion)
+            summary = text.strip() or summary
+            prompts.append(prompt)
+            for key, value in accounted["usage"].items():
+                usage[key] = usage.get(key, 0) + value
+            cost = None if cost is None or accounted["cost"] is None else cost + accounted["cost"]
+        return ArmOutput(context=Messages(), tokens_before=0, tokens_after=0, summary=summary or "",
+                         request={"model": model, "prompts": prompts, **completion},
+                         model=model, usage=usage, cost=cost)
+
+    return _compacted(arm, history, summarize)
+
+
+def _chunk_budget(context_tokens, completion):
+    """Estimated tokens of messages per summary request: half of what the model reads once its answer
+    is set aside (estimates run below a real tokenizer's count, and the template and the summary so
+    far ride along). None, no chunking, when the model's window is unknown."""
+    if context_tokens is None:
+        return None
+    return max((context_tokens - int(completion.get("max_tokens") or 1024)) // 2, 256)
+
+
+def _chunks(messages, budget):
+    """Consecutive runs of ``messages`` whose stored tokens fit ``budget`` (one message over it goes alone)."""
+    if budget is None:
+        return [messages]
+    chunks, current, total = [], [], 0
+    for message in messages:
+        tokens = message.get("tokens") or 0
+        if current and total + tokens > budget:
+            chunks.append(current)
+            current, total = [], 0
+        current.append(message)
+        total += tokens
+    return chunks + [current] if current else chunks
+
+
+_STRATEGIES = {"none": _full, "truncate": _truncate, "window": _window, "extractive": _extractive,
+               "summarize": _summarize}

@@ -1,0 +1,158 @@
+"""Experiment rows: a definition (arms, cases, probes) per tenant and name, and every run kept.
+
+Saving a definition replaces its arms, cases and probes and never touches its runs. Values arrive as
+plain Python (dicts and lists); JSON columns are written with the store's encoder and read back here,
+and a stored document that cannot be read is a DamagedRowError naming the row.
+"""
+from __future__ import annotations
+
+import json
+
+from ..errors import DamagedRowError
+from .repository import Repository, insert_rows
+from .rows import dumps
+
+RUN_COLUMNS = ("trial", "arm", "strategy", "arm_settings", "case_name", "session_id", "leaf_id", "context", "summary",
+               "request", "scores", "score", "tokens_before", "tokens_after", "summary_tokens", "usage", "cost",
+               "latency", "model", "error", "started_at", "finished_at")
+_RUN_JSON = ("arm_settings", "context", "request", "scores", "usage")
+_RUN_SUMMARY_COLUMNS = tuple(c for c in RUN_COLUMNS if c != "context")
+"""Everything of a run but its context, which can be the whole branch: listings leave it out."""
+
+
+def _loads(text, where):
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError) as error:
+        raise DamagedRowError(f"{where}: its stored JSON is not readable ({error})") from None
+
+
+class ExperimentRecords(Repository):
+    # -- definitions ---------------------------------------------------------------------------------
+
+    def save(self, tenant_id, definition, *, now) -> int:
+        """Create or replace the definition ``{"name", "description", "settings", "arms", "cases"}``
+        (arms: ``{"name", "strategy", "settings", "min_score"}``; cases: ``{"name", "tenant_id",
+        "agent_id", "session_id", "leaf_id", "probes": [{"id", "kind", "question", "facts", "answer"}]}``).
+        Returns its key; its runs stay."""
+        with self.transaction() as conn:
+            pk = conn.execute(
+                "INSERT INTO experiments (tenant_id, name, description, settings, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, name) DO UPDATE SET"
+                " description = excluded.description, settings = excluded.settings, updated_at = excluded.updated_at"
+                " RETURNING pk",
+                (tenant_id, definition["name"], definition["description"], dumps(definition["settings"]), now, now),
+            ).fetchone()[0]
+            for table in ("experiment_arms", "experiment_cases", "experiment_probes"):
+                conn.execute(f"DELETE FROM {table} WHERE experiment_pk = ?", (pk,))
+            insert_rows(conn, "experiment_arms", ("experiment_pk", "name", "position", "strategy", "settings", "min_score"),
+                        [(pk, arm["name"], position, arm["strategy"], dumps(arm["settings"]), arm["min_score"])
+                         for position, arm in enumerate(definition["arms"])])
+            cases = definition["cases"]
+            insert_rows(conn, "experiment_cases",
+                        ("experiment_pk", "name", "position", "tenant_id", "agent_id", "session_id", "leaf_id"),
+                        [(pk, case["name"], position, case["tenant_id"], case["agent_id"], case["session_id"],
+                          case["leaf_id"]) for position, case in enumerate(cases)])
+            insert_rows(conn, "experiment_probes",
+                        ("experiment_pk", "case_name", "probe_id", "position", "kind", "question", "facts", "answer"),
+                        [(pk, case["name"], probe["id"], position, probe["kind"], probe["question"],
+                          dumps(probe["facts"]), probe["answer"])
+                         for case in cases for position, probe in enumerate(case["probes"])])
+        return pk
+
+    def definition(self, tenant_id, name) -> dict | None:
+        """What ``save`` was given (plus ``pk``, ``created_at``, ``updated_at``), or None."""
+        with self._store.snapshot() as conn:
+            row = conn.execute("SELECT * FROM experiments WHERE tenant_id = ? AND name = ?", (tenant_id, name)).fetchone()
+            if row is None:
+                return None
+            pk, where = row["pk"], f"experiment {name!r}"
+            arms = conn.execute("SELECT * FROM experiment_arms WHERE experiment_pk = ? ORDER BY position", (pk,)).fetchall()
+            cases = conn.execute("SELECT * FROM experiment_cases WHERE experiment_pk = ? ORDER BY position",
+                                 (pk,)).fetchall()
+            probes = conn.execute("SELECT * FROM experiment_probes WHERE experiment_pk = ? ORDER BY case_name, position",
+                                  (pk,)).fetchall()
+        by_case = {}
+        for probe in probes:
+            by_case.setdefault(probe["case_name"], []).append({
+                "id": probe["probe_id"], "kind": probe["kind"], "question": probe["question"],
+                "facts": _loads(probe["facts"], f"{where}, probe {probe['probe_id']!r}"), "answer": probe["answer"],
+            })
+        return {
+            "pk": pk, "name": row["name"], "description": row["description"],
+            "settings": _loads(row["settings"], where), "created_at": row["created_at"], "updated_at": row["updated_at"],
+            "arms": [{"name": arm["name"], "strategy": arm["strategy"], "min_score": arm["min_score"],
+                      "settings": _loads(arm["settings"], f"{where}, arm {arm['name']!r}")} for arm in arms],
+            "cases": [{"name": case["name"], "tenant_id": case["tenant_id"], "agent_id": case["agent_id"],
+                       "session_id": case["session_id"], "leaf_id": case["leaf_id"],
+                       "probes": by_case.get(case["name"], [])} for case in cases],
+        }
+
+    def listing(self, tenant_id) -> list[dict]:
+        """``[{"name", "description", "arms", "cases", "probes", "trials", "runs", "updated_at", "last_run"}]``
+        of a tenant's experiments, newest change first."""
+        rows = self._all(
+            """SELECT e.name, e.description, e.updated_at,
+                   (SELECT COUNT(*) FROM experiment_arms a WHERE a.experiment_pk = e.pk) AS arms,
+                   (SELECT COUNT(*) FROM experiment_cases c WHERE c.experiment_pk = e.pk) AS cases,
+                   (SELECT COUNT(*) FROM experiment_probes p WHERE p.experiment_pk = e.pk) AS probes,
+                   (SELECT COUNT(DISTINCT trial) FROM experiment_runs r WHERE r.experiment_pk = e.pk) AS trials,
+                   (SELECT COUNT(*) FROM experiment_runs r WHERE r.experiment_pk = e.pk) AS runs,
+                   (SELECT MAX(finished_at) FROM experiment_runs r WHERE r.experiment_pk = e.pk) AS last_run
+            FROM experiments e WHERE e.tenant_id = ? ORDER BY e.updated_at DESC, e.name""",
+            (tenant_id,),
+        )
+        return [dict(row) for row in rows]
+
+    def delete(self, tenant_id, name) -> bool:
+        """Remove an experiment with everything it holds, its runs included."""
+        with self.transaction() as conn:
+            pk = conn.execute("SELECT pk FROM experiments WHERE tenant_id = ? AND name = ?", (tenant_id, name)).fetchone()
+            if pk is None:
+                return False
+            for table in ("experiment_runs", "experiment_probes", "experiment_cases", "experiment_arms"):
+                conn.execute(f"DELETE FROM {table} WHERE experiment_pk = ?", (pk[0],))
+            conn.execute("DELETE FROM experiments WHERE pk = ?", (pk[0],))
+        return True
+
+    # -- runs ----------------------------------------------------------------------------------------
+
+    def next_trial(self, experiment_pk) -> int:
+        row = self._one("SELECT MAX(trial) AS trial FROM experiment_runs WHERE experiment_pk = ?", (experiment_pk,))
+        return (row["trial"] or 0) + 1
+
+    def add_run(self, experiment_pk, run) -> None:
+        """Store one arm's run on one case: ``run`` has every key of ``RUN_COLUMNS``."""
+        values = [dumps(run[c]) if c in _RUN_JSON and run[c] is not None else run[c] for c in RUN_COLUMNS]
+        with self.transaction() as conn:
+            insert_rows(conn, "experiment_runs", ("experiment_pk", *RUN_COLUMNS), [(experiment_pk, *values)])
+
+    def runs(self, experiment_pk, *, trial=None, with_context=False) -> list[dict]:
+        """Runs by trial, arm position and case position (``trial`` None: every trial). The context,
+        which can be a whole branch, is read only ``with_context``."""
+        columns = RUN_COLUMNS if with_context else _RUN_SUMMARY_COLUMNS
+        where, params = "r.experiment_pk = :pk", {"pk": experiment_pk}
+        if trial is not None:
+            where, params["trial"] = where + " AND r.trial = :trial", trial
+        rows = self._all(
+            f"""SELECT r.pk, {', '.join('r.' + c for c in columns)} FROM experiment_runs r
+            LEFT JOIN experiment_arms a ON a.experiment_pk = r.experiment_pk AND a.name = r.arm
+            LEFT JOIN experiment_cases c ON c.experiment_pk = r.experiment_pk AND c.name = r.case_name
+            WHERE {where} ORDER BY r.trial, COALESCE(a.position, 1000000), r.arm, COALESCE(c.position, 1000000),
+                r.case_name""",
+            params,
+        )
+        runs = []
+        for row in rows:
+            run = dict(row)
+            for column in _RUN_JSON:
+                if column in run:
+                    run[column] = _loads(run[column], f"experiment run {row['pk']}")
+            runs.append(run)
+        return runs
+
+    def run_context(self, run_pk) -> list | None:
+        row = self._one("SELECT context FROM experiment_runs WHERE pk = ?", (run_pk,))
+        return None if row is None else _loads(row["context"], f"experiment run {run_pk}")
