@@ -792,6 +792,41 @@ async def write_sdk_sessions(path, conversations):
         session.close()
 
 
+EXPERIMENT_ARMS = 8
+BOOKKEEPING_TARGET = 0.005
+
+
+def bench_experiment(config, workdir):
+    """What an experiment costs beyond its model: summarize arms whose model answers at once (litellm's
+    ``mock_response``) over the sample spec's three cases and 54 probes, one run at a time. Per run,
+    the trial's wall time less the strategies' own time (model calls and plans): scheduling, scoring
+    every probe and storing the run. Message texts are tokenized for scoring once per process, so this
+    first trial pays that in full."""
+    import yaml
+
+    from memorylab.experiments import Experiments
+    from memorylab.lab.samples import SAMPLE_DIR, load_samples
+    from memorylab.llm.models import complete_text
+
+    complete_text("warm up", model="openai/gpt-4o-mini", mock_response="ok")  # litellm's import is not bookkeeping
+    spec = yaml.safe_load((SAMPLE_DIR / "experiments" / "sample.yaml").read_text(encoding="utf-8"))
+    spec["arms"] = [{"name": f"mocked-{n}", "strategy": "summarize", "model": "openai/gpt-4o-mini",
+                     "protect_head": 2, "tail_token_budget": 600 * (n + 1),
+                     "completion": {"mock_response": "## Topic\nThe migration.\n## Key Points\nThe orders table is 48 GB."}}
+                    for n in range(EXPERIMENT_ARMS)]
+    with Store(workdir / "experiment.db") as store:
+        load_samples(store)
+        experiments = Experiments(store)
+        started = time.perf_counter()
+        results = experiments.run(spec, concurrency=1)
+        wall = time.perf_counter() - started
+    runs = len(results.runs)
+    overhead = (wall - sum(run["latency"] for run in results.runs)) / runs
+    return [absolute_row("experiment.bookkeeping", overhead, BOOKKEEPING_TARGET,
+                         f"per run beyond the model: {runs} runs ({EXPERIMENT_ARMS} arms x 3 sample cases, "
+                         "54 probes) scored and stored")]
+
+
 IMPORT_PROBE = """
 import sys, time
 started = time.perf_counter()
@@ -1069,6 +1104,7 @@ BENCHMARKS = {
     "tree_figure": bench_tree_figure,
     "startup": bench_startup,
     "import": bench_import,
+    "experiment": bench_experiment,
     "local_model": bench_local_model,
 }
 

@@ -151,6 +151,9 @@ def _eval(store, args):
         results = experiments.run(spec, progress=_show_run)
     except InvalidInputError as error:
         print(f"memorylab: error: {error}", file=sys.stderr)
+        if "no session" in str(error) and not args.with_samples:
+            print(f"memorylab: the sessions a spec names must be in {store.path}; --with-samples loads the "
+                  "sample conversations", file=sys.stderr)
         return 2
     print(f"{spec.name}, trial {results.trial}: {len(spec.arms)} arms x {len(spec.cases)} cases "
           f"({sum(len(c.probes) for c in spec.cases)} probes)")

@@ -19,8 +19,9 @@ A fact date with a year is also found written without a year (summaries drop it)
 different year; a fact date without a year matches that day in any year.
 """
 import re
+from bisect import bisect_right
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
 from typing import NamedTuple
@@ -148,32 +149,114 @@ def _tokens(text):
         yield token
 
 
-class ContextText:
-    """A context prepared once for matching many facts against it: its canonical tokens and where
-    each form occurs. Building it is the costly step (about a second for a megabyte); each match
-    afterwards only looks up the fact's few terms."""
+_ANCHOR = re.compile(r"[\d€$£%]+")
+_PLAIN_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
+_ZONE_REACH = 30
+"""Characters around a digit or symbol that a number, date or unit token can reach (a month name
+before a day, "version" before a number, a year, a magnitude or a unit after it)."""
 
-    def __init__(self, text: str):
-        self.text = text or ""
-        self._offers = []
-        self._positions = defaultdict(list)
-        for position, token in enumerate(_tokens(self.text)):
-            self._offers.append(token.offers)
-            for form in token.offers:
-                self._positions[form].append(position)
+
+def _zones(text):
+    """The spans that may hold numbers, dates or symbols: around each digit or symbol, widened to
+    whitespace so no word is cut, overlapping spans merged. Outside them every token is a word."""
+    zones = []
+    for anchor in _ANCHOR.finditer(text):
+        start, end = max(anchor.start() - _ZONE_REACH, 0), min(anchor.end() + _ZONE_REACH, len(text))
+        while start > 0 and not text[start - 1].isspace():
+            start -= 1
+        while end < len(text) and not text[end].isspace():
+            end += 1
+        if zones and start <= zones[-1][1]:
+            zones[-1][1] = max(zones[-1][1], end)
+        else:
+            zones.append([start, end])
+    return zones
+
+
+def _offers(text):
+    """The offers of ``text``'s tokens, in order: what ``_tokens`` gives, found faster. Text between
+    zones (most of it) is only words, read with a plain word pattern; zones get the full tokenizer."""
+    after_number, position = False, 0
+    for start, end in [*_zones(text), (len(text), len(text))]:
+        for word in _PLAIN_WORD.findall(text, position, start):
+            yield (_word_form(word, after_number)[0],)
+            after_number = False
+        for token in _tokens(text[start:end]):
+            yield token.offers
+            after_number = token.kind == "number"
+        position = end
+
+
+class _TextTokens(NamedTuple):
+    offers: list
+    positions: dict
+    forms: frozenset
+
+
+@lru_cache(maxsize=8192)
+def _text_tokens(text) -> _TextTokens:
+    """One text's canonical tokens and where each form occurs, cached on the text itself: the arms of
+    an experiment leave contexts that share most of their messages, so each is tokenized once."""
+    offers, positions = [], defaultdict(list)
+    for position, offer in enumerate(_offers(text)):
+        offers.append(offer)
+        for form in offer:
+            positions[form].append(position)
+    return _TextTokens(offers, dict(positions), frozenset(positions))
+
+
+class ContextText:
+    """A context prepared for matching many facts against it: its canonical tokens and where each
+    form occurs. ``texts`` is one text or several (a context's messages, in order), each tokenized
+    once per process; a term written together never spans two of them."""
+
+    def __init__(self, texts):
+        self._starts, self._parts = [], []
+        length = 0
+        for text in [texts] if isinstance(texts, str) else texts:
+            tokens = _text_tokens(text or "")
+            if tokens.offers:
+                self._starts.append(length)
+                self._parts.append(tokens)
+                length += len(tokens.offers)
+        self._length = length
+        self._found = {}
 
     def __len__(self) -> int:
-        return len(self._offers)
+        return self._length
+
+    def _offer(self, position):
+        index = bisect_right(self._starts, position) - 1
+        return self._parts[index].offers[position - self._starts[index]]
+
+    def gather(self, forms) -> None:
+        """Index where each of ``forms`` occurs in the whole context, in one pass over its texts
+        (a set intersection per text): matching asks only about the forms its facts hold."""
+        forms = frozenset(forms).difference(self._found)
+        if not forms:
+            return
+        found = {form: [] for form in forms}
+        for start, part in zip(self._starts, self._parts):
+            for form in forms & part.forms:
+                found[form].extend(start + p for p in part.positions[form])
+        for positions in found.values():
+            positions.sort()
+        self._found.update(found)
+
+    def _positions(self, form) -> list[int]:
+        if form not in self._found:
+            self.gather((form,))
+        return self._found[form]
 
     def _occurrences(self, pieces) -> list[int]:
         """Token positions where ``pieces`` (one tuple of wanted forms per token) occur adjacently."""
-        starts = sorted({p for form in pieces[0] for p in self._positions.get(form, ())})
+        starts = sorted({p for form in pieces[0] for p in self._positions(form)})
         rest = list(enumerate(pieces[1:], start=1))
-        last = len(self._offers) - len(pieces)
+        last = self._length - len(pieces)
         return [
             start for start in starts
             if start <= last and all(
-                any(form in wanted for form in self._offers[start + offset]) for offset, wanted in rest
+                any(form in wanted for form in self._offer(start + offset)) for offset, wanted in rest
             )
         ]
 
@@ -188,7 +271,7 @@ class FactMatch:
     missing: list[str]
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {"fact": self.fact, "kept": self.kept, "missing": list(self.missing)}
 
 
 class _Term(NamedTuple):
@@ -210,7 +293,8 @@ def _is_significant(token):
     return token.unit or (len(word) >= 3 and word not in _STOPWORDS)
 
 
-def _fact_terms(fact) -> list[_Term]:
+@lru_cache(maxsize=4096)
+def fact_terms(fact) -> tuple[_Term, ...]:
     """The terms a context must hold for ``fact``: runs of tokens written together (and a number with
     its unit) form one term; terms with no significant token are dropped, and repeats merged. A fact
     with no significant term at all keeps every token, so "a" still has to appear."""
@@ -228,7 +312,7 @@ def _fact_terms(fact) -> list[_Term]:
                 terms.setdefault(tuple(token.wants for token in group), surface)
         if terms:
             break
-    return [_Term(surface, pieces) for pieces, surface in terms.items()]
+    return tuple(_Term(surface, pieces) for pieces, surface in terms.items())
 
 
 def _window_width(terms):
@@ -269,7 +353,7 @@ def match_fact(context, fact: str) -> FactMatch:
     """Whether ``context`` (a text or a ``ContextText``) holds ``fact``. A fact with no letters or
     digits cannot be held: it comes back not kept, itself missing."""
     context = _as_context(context)
-    terms = _fact_terms(fact)
+    terms = fact_terms(fact)
     if not terms:
         return FactMatch(fact, False, [fact])
     found = _best_window(context, terms)
@@ -280,4 +364,5 @@ def match_fact(context, fact: str) -> FactMatch:
 def match_facts(text_or_context, facts) -> list[FactMatch]:
     """``match_fact`` for each fact, in order, preparing the context once."""
     context = _as_context(text_or_context)
+    context.gather(form for fact in facts for term in fact_terms(fact) for piece in term.pieces[:1] for form in piece)
     return [match_fact(context, fact) for fact in facts]

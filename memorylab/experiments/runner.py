@@ -50,7 +50,8 @@ def resolve_cases(store, spec) -> dict[str, CaseBranch]:
 
 
 def run_one(arm, branch, grader=None) -> dict:
-    """One arm on one case, as the row ``store.experiments.add_run`` stores (``trial`` left to the caller)."""
+    """One arm on one case, as the row ``store.experiments.add_run`` stores (``trial`` left to the caller).
+    ``latency`` is the strategy's own time, its model calls included; scoring is not part of it."""
     case = branch.case
     run = {
         "arm": arm.name, "strategy": arm.strategy, "arm_settings": dict(arm.settings), "case_name": case.name,
@@ -76,7 +77,7 @@ def run_one(arm, branch, grader=None) -> dict:
         context=list(output.context), summary=output.summary, request=output.request, scores=scores,
         score=sum(s["score"] for s in scores) / len(scores), tokens_before=output.tokens_before,
         tokens_after=output.tokens_after, summary_tokens=output.summary_tokens, usage=usage, cost=cost,
-        latency=time.perf_counter() - started, model=output.model, finished_at=utc_now_iso(),
+        latency=output.latency, model=output.model, finished_at=utc_now_iso(),
     )
     return run
 

@@ -1,6 +1,6 @@
 """Scoring a compacted context against a case's probes.
 
-Every probe is scored by matching its facts in the text the model would see (``context_text``):
+Every probe is scored by matching its facts in the texts the model would see (``context_texts``):
 the share of facts kept, with the missed ones named. With a grader, a model also answers the probe
 from that context alone and a judge model grades the answer against the expected one; the graded
 score then is the probe's score, and both prompts and raw outputs are kept with the run.
@@ -11,7 +11,7 @@ import re
 
 from ..messages import is_tool_part
 from ..tokens import compact_json
-from .facts import ContextText, match_facts
+from .facts import ContextText, fact_terms, match_facts
 
 ANSWER_PROMPT = """\
 Below is everything you remember of a conversation with a user. Answer the user's question from it \
@@ -36,23 +36,25 @@ part of them, "SCORE: 0" when it misses them or says it does not know. Then one 
 _SCORE = re.compile(r"score\s*[:=]?\s*(1(?:\.0+)?|0(?:\.\d+)?|\.\d+)", re.IGNORECASE)
 
 
-def context_text(messages) -> str:
-    """What the model reads of ``messages``: text parts, tool inputs and outputs (reasoning is never
-    sent back, so it is left out)."""
-    pieces = []
+def context_texts(messages) -> list[str]:
+    """What the model reads of each message: its text parts, tool inputs and outputs (reasoning is
+    never sent back, so it is left out)."""
+    texts = []
     for message in messages:
         for part in message.get("parts") or ():
             if part.get("type") == "text":
-                pieces.append(part.get("text") or "")
+                texts.append(part.get("text") or "")
             elif is_tool_part(part):
-                pieces.extend(compact_json(part[key]) for key in ("input", "output") if key in part)
-    return "\n".join(pieces)
+                texts.extend(compact_json(part[key]) for key in ("input", "output") if key in part)
+    return texts
 
 
 def score_probes(context, probes, *, grader=None) -> tuple[list[dict], dict]:
     """``(scores, grading)``: one dict per probe (``probe``, ``kind``, ``score`` from 0 to 1, ``facts``
     with each fact's verdict, ``missed``), and the grading calls' usage and cost (empty without a grader)."""
-    text = ContextText(context_text(context))
+    text = ContextText(context_texts(context))
+    text.gather(form for probe in probes for fact in probe.expected_facts() for term in fact_terms(fact)
+                for form in term.pieces[0])
     scores = []
     for probe in probes:
         matches = match_facts(text, probe.expected_facts())

@@ -35,3 +35,7 @@ def test_the_tour_runs_top_to_bottom_offline():
     assert "overlay 1 covers m004..m008" in "".join(o.get("text", "") for o in tagged_outputs(notebook, "compact"))
     assert TableCells(html_of(notebook, "compare-plans")).rows[0][0] == "setting"
     assert "memorylab-diagnostics" in html_of(notebook, "recall")
+    assert TableCells(html_of(notebook, "experiment-spec")).rows[0] == ["arm", "strategy", "settings"]
+    leaderboard = TableCells(html_of(notebook, "experiment-results")).rows
+    assert leaderboard[1][:3] == ["full-history", "none", "1.00"] and len(leaderboard) == 5
+    assert any("application/vnd.plotly.v1+json" in o.get("data", {}) for o in tagged_outputs(notebook, "experiment-pareto"))
