@@ -22,7 +22,7 @@ from tests.schema_pool import SchemaPool
 BACKENDS = ("sqlite", "postgres")
 TESTS = Path(__file__).resolve().parent
 POSTGRES_FIXTURES = {"postgres_server", "postgres_url"}
-LOCAL_MODEL_FILES = {"test_local_model.py", "test_tour_notebook.py"}
+LOCAL_MODEL_FILES = {"test_experiment_local_model.py", "test_local_model.py", "test_tour_notebook.py"}
 LITELLM_FILES = {"test_chat.py", "test_experiments.py", "test_llm.py", "test_longterm_model.py", "test_memory_manager.py",
                  "test_pages.py", "test_secrets.py"}
 """Files whose tests import litellm (7 s): with ``--dist loadgroup`` one xdist worker runs them all,

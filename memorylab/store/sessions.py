@@ -484,7 +484,8 @@ class SqlSessionStorage(Repository):
         return self._one("SELECT COUNT(*) AS n FROM messages WHERE session_pk = ?", (self.pk,))["n"]
 
     def update(self, message) -> Message:
-        """Replace role, parts, metadata and tokens of a stored message; its place in the tree stays."""
+        """Replace role, parts, metadata and tokens of a stored message; its place in the tree stays.
+        The session's update time moves, so what was read of a branch before is known to be stale."""
         with self.transaction() as conn:
             self._lock(conn)
             current = self.get(message["id"])
@@ -499,6 +500,7 @@ class SqlSessionStorage(Repository):
                     self.pk, message["id"],
                 ),
             )
+            conn.execute("UPDATE sessions SET updated_at = ? WHERE pk = ?", (utc_now_iso(), self.pk))
         return dict(message, parent_id=current["parent_id"])
 
     def delete_messages(self, message_ids) -> int:

@@ -1,3 +1,5 @@
+import time
+
 import pytest
 
 from memorylab import InvalidInputError, NotFoundError, Session, Store
@@ -73,8 +75,11 @@ def test_unknown_leaf_reads_empty(session):
 def test_update_message_keeps_tree_place_and_reindexes(session):
     session.append_message(text_message("m1", "alpha"))
     session.append_message(text_message("m2", "bravo"))
+    before = session.info["updated_at"]
+    time.sleep(0.002)
     updated = session.update_message(text_message("m2", "charlie", "assistant"))
     assert updated["parent_id"] == "m1"
+    assert session.info["updated_at"] > before  # what pages cached of the branch is stale now
     assert session.get_message("m2")["role"] == "assistant"
     assert session.search("bravo") == []
     assert ids(session.search("charlie")) == ["m2"]
