@@ -2,13 +2,36 @@ import pandas as pd
 import streamlit as st
 
 from memorylab import MemoryLabError, plan_compaction, truncate_older_messages
+from memorylab.experiments import Experiments, default_tail_budget
 from memorylab.history.compaction import DEFAULT_SUMMARY_TEMPLATE
-from memorylab.history.facts import fact_survival
+from memorylab.history.truncation import stored_bytes
 from memorylab.lab.frames import to_dataframe
 from memorylab.lab.samples import sample_facts
-from memorylab.history.truncation import stored_bytes
 from memorylab.lab.viz import compaction_figure
-from pages.common import active_leaf, branch_history, branch_key, completion_settings, session_page
+from pages.common import active_leaf, branch_history, branch_key, completion_settings, link_to, session_page
+
+# Plan setting -> the suffix of its widget keys, main_tail, A_head…: the Experiments page's "Use this arm"
+# writes the main_ ones, main_template and main_model.
+SETTING_KEYS = {"protect_head": "head", "tail_token_budget": "tail", "min_tail_messages": "min_tail"}
+
+
+def branch_defaults(history, share=4):
+    """Plan settings that compact something on a branch of any size: the tail keeps a ``share``-th of
+    its tokens (a quarter, as an experiment arm without a tail budget), rounded to 100."""
+    tail = max(round(default_tail_budget(history) * 4 / share, -2), 100)
+    return {"protect_head": 3, "tail_token_budget": int(tail), "min_tail_messages": 2}
+
+
+def seed_settings(prefix, defaults, branch_id, *, keep=False):
+    """Fill the widgets of ``prefix`` that hold nothing with ``defaults``; on another branch than they
+    were set for, the tail budget too (it is relative to the branch), unless ``keep``."""
+    moved = st.session_state.get(f"{prefix}_branch") != branch_id
+    st.session_state[f"{prefix}_branch"] = branch_id
+    for setting, suffix in SETTING_KEYS.items():
+        key = f"{prefix}_{suffix}"
+        if key not in st.session_state or (moved and not keep and setting == "tail_token_budget"):
+            st.session_state[key] = defaults[setting]
+
 
 store, session = session_page(
     "Compaction lab",
@@ -20,6 +43,16 @@ leaf_id = active_leaf(session)
 branch = branch_key(session, leaf_id)
 history = branch_history(session, leaf_id)
 model = st.session_state.get("model")
+handed_over = st.session_state.pop("main_settings_from", None)
+branch_id = (session.tenant_id, session.agent_id, session.session_id, leaf_id)
+seed_settings("main", branch_defaults(history), branch_id, keep=bool(handed_over))
+seed_settings("A", branch_defaults(history), branch_id)
+seed_settings("B", branch_defaults(history, share=8) | {"protect_head": 1}, branch_id)
+st.session_state.setdefault("main_template", DEFAULT_SUMMARY_TEMPLATE)
+for name in ("main", "A", "B"):
+    st.session_state.setdefault(f"{name}_model", model or "")
+if handed_over:
+    st.success(f"Settings of {handed_over}, on the branch that case ran on.")
 
 
 # Everything below the widgets is a pure function of the branch and the settings, so each is computed
@@ -49,17 +82,25 @@ def shortened_messages(branch, settings, _history):
     return [(before, after) for before, after in zip(_history, truncated) if before is not after]
 
 
-def setting_controls(prefix, container, defaults):
-    """One set of plan settings as widgets; returns the settings dict."""
+def setting_controls(prefix, container):
+    """One set of plan settings as widgets (seeded by ``seed_settings``); returns the settings dict."""
     columns = container.columns(3)
     return {
-        "protect_head": columns[0].number_input("Protect head (messages)", 0, 50, defaults["protect_head"],
-                                                key=f"{prefix}_head"),
-        "tail_token_budget": columns[1].number_input("Tail token budget", 0, 500_000, defaults["tail_token_budget"],
-                                                     step=500, key=f"{prefix}_tail"),
-        "min_tail_messages": columns[2].number_input("Min tail messages", 0, 100, defaults["min_tail_messages"],
-                                                     key=f"{prefix}_min_tail"),
+        "protect_head": columns[0].number_input("Protect head (messages)", 0, 50, key=f"{prefix}_head"),
+        "tail_token_budget": columns[1].number_input("Tail token budget", 0, 500_000, step=100, key=f"{prefix}_tail",
+                                                     help="Defaults to a quarter of the branch's tokens."),
+        "min_tail_messages": columns[2].number_input("Min tail messages", 0, 100, key=f"{prefix}_min_tail"),
     }
+
+
+def quick_ab_spec(session, leaf_id, arms, facts):
+    """The experiment the A/B tab runs: its two arms on one branch, each fact a probe."""
+    probes = [{"id": f"fact-{number}", "kind": "recall", "question": f"Does the context still hold “{fact}”?",
+               "facts": [fact]} for number, fact in enumerate(facts, 1)]
+    case = {"name": session.session_id, "session": session.session_id, "agent": session.agent_id,
+            "tenant": session.tenant_id, "leaf": leaf_id, "probes": probes}
+    return {"name": f"quick-ab-{session.session_id}", "arms": arms, "cases": [case],
+            "description": f"A/B from the Compaction lab on {session.session_id}, branch {leaf_id}."}
 
 
 def summarize(plan, summarizer_model):
@@ -72,15 +113,15 @@ preview_tab, ab_tab, overlays_tab, micro_tab = st.tabs(
     ["Preview and run", "Compare A/B", "Overlay history", "Micro-compaction"])
 
 with preview_tab:
-    settings = setting_controls("main", st, {"protect_head": 3, "tail_token_budget": 4000, "min_tail_messages": 2})
+    settings = setting_controls("main", st)
     extra = st.columns(3)
     threshold = extra[0].number_input("Auto-compact threshold (tokens)", 100, 1_000_000, 6000, step=500,
                                       help="compact_after(threshold): compaction runs after an append that puts "
                                            "history plus system prompt strictly over it.")
-    summarizer_model = extra[1].text_input("Summarizer model", value=model or "", key="main_model")
+    summarizer_model = extra[1].text_input("Summarizer model", key="main_model")
     row_limit = extra[2].number_input("Row size limit (bytes)", 1024, 10_000_000, 1_800_000, step=100_000,
                                       help="Messages larger than this are shrunk before they are stored.")
-    template = st.text_area("Summary prompt template", DEFAULT_SUMMARY_TEMPLATE, height=200, key="main_template",
+    template = st.text_area("Summary prompt template", height=200, key="main_template",
                             help="Placeholders: {transcript}, {previous_summary}, {target_tokens}.")
     plan, error = plan_or_error(branch, settings, template, history)
     estimate = session.estimate_context_tokens(leaf_id, history=history)
@@ -137,17 +178,23 @@ with preview_tab:
                 st.rerun()
 
 with ab_tab:
-    st.caption("Two settings on the same branch point, side by side. List the facts that must survive; "
-               "each summary is checked for them.")
+    st.caption("Two arms on the active branch, run as an experiment: each fact below is a probe, kept when the "
+               "context the model would see next (head, summary, tail) still holds it. Extractive needs no model.")
     columns = st.columns(2)
-    variants = {}
-    for name, column, defaults in (("A", columns[0], {"protect_head": 3, "tail_token_budget": 4000, "min_tail_messages": 2}),
-                                   ("B", columns[1], {"protect_head": 1, "tail_token_budget": 1500, "min_tail_messages": 2})):
-        column.markdown(f"**Setting {name}**")
-        variant_settings = setting_controls(name, column, defaults)
-        variant_model = column.text_input("Summarizer model", value=model or "", key=f"{name}_model")
+    arms, ready = [], True
+    for name, column in (("A", columns[0]), ("B", columns[1])):
+        column.markdown(f"**Arm {name}**")
+        strategy = column.selectbox("Strategy", ["summarize", "extractive"], key=f"{name}_strategy",
+                                    help="summarize: a model writes the summary; extractive: the span's most "
+                                         "informative sentences, no model")
+        variant_settings = setting_controls(name, column)
+        arm = {"name": name, "strategy": strategy, **variant_settings}
+        if strategy == "summarize":
+            arm["model"] = column.text_input("Summarizer model", key=f"{name}_model") or None
+            arm["completion"] = completion_settings()
+        arms.append(arm)
         variant_plan, variant_error = plan_or_error(branch, variant_settings, None, history)
-        variants[name] = (variant_plan, variant_model, variant_error)
+        ready = ready and variant_plan is not None
         if variant_error:
             column.error(variant_error)
         elif variant_plan is None:
@@ -157,31 +204,42 @@ with ab_tab:
                            f"messages): {variant_plan.tokens_before:,} → {variant_plan.tokens_after:,} tokens, "
                            f"saves {variant_plan.tokens_before - variant_plan.tokens_after:,}")
     facts = st.text_area("Facts that must survive (one per line)", "\n".join(sample_facts(session.session_id)),
-                         height=150)
-    ready = all(plan_ is not None for plan_, _, _ in variants.values())
-    if st.button("Summarize both and compare", disabled=not ready):
-        results = {}
-        progress = st.progress(0.0, text="Summarizing A…")
-        for index, (name, (variant_plan, variant_model, _)) in enumerate(variants.items()):
-            try:
-                results[name] = summarize(variant_plan, variant_model)
-            except MemoryLabError as failure:
-                results[name] = None
-                st.error(f"{name}: {failure}")
-            progress.progress((index + 1) / 2, text="Summarizing B…" if index == 0 else "Done")
-        st.session_state["ab_results"] = {"leaf": leaf_id, "summaries": results}
+                         height=150, key=f"ab_facts:{session.session_id}")
+    facts = [fact.strip() for fact in facts.splitlines() if fact.strip()]
+    if not facts:
+        st.info("List at least one fact: each becomes a probe of the experiment.")
+    if st.button("Summarize both and compare", disabled=not (ready and facts)):
+        spec = quick_ab_spec(session, leaf_id, arms, facts)
+        progress = st.progress(0.0, text="Running A and B…")
+        try:
+            results = Experiments(store, tenant_id=session.tenant_id).run(
+                spec, progress=lambda done, total, run: progress.progress(done / total, text=f"{run['arm']} done"))
+        except MemoryLabError as failure:
+            st.error(str(failure))
+        else:
+            progress.empty()
+            st.session_state["ab_results"] = {"branch": branch_id, "experiment": spec["name"], "trial": results.trial,
+                                              "runs": {run["arm"]: run for run in results.runs}}
+            st.session_state["exp_open"] = spec["name"]  # the Experiments page opens on it
     ab = st.session_state.get("ab_results")
-    if ab and ab["leaf"] == leaf_id:
-        columns = st.columns(2)
-        for column, (name, summary) in zip(columns, ab["summaries"].items()):
+    if ab and ab["branch"] == branch_id:
+        for column, name in zip(st.columns(2), ("A", "B")):
+            run = ab["runs"].get(name)
             column.markdown(f"**Summary {name}**")
-            if summary is None:
+            if run is None:
                 continue
-            survival = fact_survival(summary, facts.splitlines())
-            kept = sum(r["kept"] for r in survival)
-            column.metric("Facts kept", f"{kept} / {len(survival)}")
-            column.code(summary or "(empty)", language=None, wrap_lines=True)
-            column.dataframe(pd.DataFrame(survival), hide_index=True, width="stretch")
+            if run["error"]:
+                column.error(run["error"])
+                continue
+            kept = sum(score["score"] == 1 for score in run["scores"])
+            column.metric("Facts kept", f"{kept} / {len(run['scores'])}",
+                          help="Held by the context the model would see next: the head, the summary and the tail")
+            column.code(run["summary"] or "(empty)", language=None, wrap_lines=True)
+            column.dataframe(pd.DataFrame({"fact": fact["fact"], "kept": fact["kept"]}
+                                          for score in run["scores"] for fact in score["facts"]),
+                             hide_index=True, width="stretch")
+        link_to("pages/experiments.py",
+                f"Trial {ab['trial']} of “{ab['experiment']}” is kept on the Experiments page", "🧪")
 
 with overlays_tab:
     overlays = session.get_compactions()

@@ -5,10 +5,13 @@ with probes), scored by how much of what a probe needs the compacted context sti
 line, the Experiments page in the lab.
 """
 from .experiments import Experiments
+from .job import ExperimentJob
 from .proposals import propose_probes
 from .results import ExperimentResults, compare_trials
-from .spec import PROBE_KINDS, STRATEGY_DEFAULTS, Arm, Case, ExperimentSpec, Grader, Probe, load_spec, parse_spec
-from .strategies import register_window_handler
+from .spec import (PROBE_KINDS, STRATEGY_DEFAULTS, STRATEGY_HELP, Arm, Case, ExperimentSpec, Grader, Probe, load_spec,
+                   parse_spec, parse_spec_yaml)
+from .strategies import default_tail_budget, plan_for, register_window_handler
 
-__all__ = ["PROBE_KINDS", "STRATEGY_DEFAULTS", "Arm", "Case", "ExperimentResults", "ExperimentSpec", "Experiments",
-           "Grader", "Probe", "compare_trials", "load_spec", "parse_spec", "propose_probes", "register_window_handler"]
+__all__ = ["PROBE_KINDS", "STRATEGY_DEFAULTS", "STRATEGY_HELP", "Arm", "Case", "ExperimentResults", "ExperimentSpec",
+           "ExperimentJob", "Experiments", "Grader", "Probe", "compare_trials", "default_tail_budget", "load_spec", "parse_spec",
+           "parse_spec_yaml", "plan_for", "propose_probes", "register_window_handler"]

@@ -4,9 +4,11 @@ from __future__ import annotations
 import pandas as pd
 
 from ..errors import NotFoundError
+from ..history.session import Session
 from ..messages import utc_now_iso
 from ..shapes import Messages
 from ..validation import check_identifier, check_integer
+from .job import ExperimentJob
 from .results import ExperimentResults, compare_trials
 from .runner import resolve_cases, run_trial
 from .spec import ExperimentSpec, load_spec, parse_spec
@@ -40,6 +42,11 @@ def _spec(definition) -> ExperimentSpec:
                   for case in definition["cases"]],
     }
     return parse_spec({k: v for k, v in data.items() if v is not None}, source=f"stored experiment {definition['name']!r}")
+
+
+def _gone(message_id):
+    return {"id": message_id, "role": "system", "parent_id": None, "created_at": "", "metadata": {}, "tokens": 0,
+            "parts": [{"type": "text", "text": f"(message {message_id} is no longer stored in its session)"}]}
 
 
 class Experiments:
@@ -94,22 +101,19 @@ class Experiments:
         branches = resolve_cases(self.store, spec)
         pk = self.store.experiments.save(self.tenant_id, _definition(spec), now=utc_now_iso())
         trial, _ = run_trial(self.store, pk, spec, branches, concurrency=concurrency, progress=progress, cancel=cancel)
-        return self._results(spec, pk, trial)
+        return self._results(spec, pk, trial, allow_empty=True)
+
+    def start(self, spec, *, concurrency=None) -> ExperimentJob:
+        """``run`` on a background thread: the returned job counts ``done`` of ``total`` runs, can be
+        cancelled, and holds ``results`` (or ``error``) when it ends. The spec and its cases are
+        checked here, so a wrong one is refused at once."""
+        spec = self.spec(spec)
+        resolve_cases(self.store, spec)
+        return ExperimentJob(self, spec, concurrency=concurrency).start()
 
     def trials(self, name) -> list[dict]:
         """``[{"trial", "runs", "errors", "score", "started_at", "finished_at"}]``, oldest first."""
-        runs = self.store.experiments.runs(self._definition(name)["pk"])
-        trials = {}
-        for run in runs:
-            entry = trials.setdefault(run["trial"], {"trial": run["trial"], "runs": 0, "errors": 0, "scores": [],
-                                                     "started_at": run["started_at"], "finished_at": run["finished_at"]})
-            entry["runs"] += 1
-            entry["errors"] += run["error"] is not None
-            entry["scores"].append(run["score"] or 0.0)
-            entry["started_at"] = min(entry["started_at"], run["started_at"])
-            entry["finished_at"] = max(entry["finished_at"], run["finished_at"])
-        return [{**{k: v for k, v in t.items() if k != "scores"}, "score": sum(t["scores"]) / len(t["scores"])}
-                for t in trials.values()]
+        return self.store.experiments.trials(self._definition(name)["pk"])
 
     def results(self, name, trial=None) -> ExperimentResults:
         """A trial's results (default: the newest). NotFoundError when the experiment never ran."""
@@ -125,8 +129,18 @@ class Experiments:
         return compare_trials(self.results(name, first_trial), self.results(name, second_trial))
 
     def context(self, run) -> Messages:
-        """The compacted context a run produced (the messages the model would see next turn)."""
-        return Messages(self.store.experiments.run_context(run["pk"]) or [])
+        """The compacted context a run produced (the messages the model would see next turn). Messages
+        it kept from its branch are read back from the session; one no longer stored shows as a note."""
+        stored = self.store.experiments.run_context(run["pk"]) or []
+        branch = {}
+        if any("ref" in message for message in stored):
+            try:
+                session = Session.open(self.store, run["session_id"], tenant_id=run["tenant_id"],
+                                       agent_id=run["agent_id"])
+                branch = {m["id"]: m for m in session.get_history(run["leaf_id"], apply_compactions=False)}
+            except NotFoundError:
+                pass
+        return Messages(branch.get(m["ref"]) or _gone(m["ref"]) if "ref" in m else m for m in stored)
 
     def _definition(self, name) -> dict:
         definition = self.store.experiments.definition(self.tenant_id, name)
@@ -134,9 +148,10 @@ class Experiments:
             raise NotFoundError(f"no experiment named {name!r} in tenant {self.tenant_id!r}")
         return definition
 
-    def _results(self, spec, pk, trial) -> ExperimentResults:
+    def _results(self, spec, pk, trial, *, allow_empty=False) -> ExperimentResults:
+        """A trial's results; one cancelled before any run finished is empty only when just run."""
         runs = self.store.experiments.runs(pk, trial=trial)
-        if not runs:
+        if not runs and not allow_empty:
             raise NotFoundError(f"experiment {spec.name!r} has no trial {trial}")
         return ExperimentResults(spec.name, trial, runs,
                                  thresholds={arm.name: spec.threshold(arm) for arm in spec.arms},

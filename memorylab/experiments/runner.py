@@ -12,6 +12,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from ..errors import InvalidInputError, MemoryLabError
+from ..history.overlays import is_summary_message
 from ..history.session import Session
 from ..messages import utc_now_iso
 from .scoring import score_probes
@@ -55,7 +56,8 @@ def run_one(arm, branch, grader=None) -> dict:
     case = branch.case
     run = {
         "arm": arm.name, "strategy": arm.strategy, "arm_settings": dict(arm.settings), "case_name": case.name,
-        "session_id": case.session, "leaf_id": branch.leaf_id, "context": [], "summary": None, "request": None,
+        "tenant_id": case.tenant, "agent_id": case.agent, "session_id": case.session, "leaf_id": branch.leaf_id,
+        "context": [], "summary": None, "request": None,
         "scores": [], "score": None, "tokens_before": sum(m.get("tokens") or 0 for m in branch.history),
         "tokens_after": 0, "summary_tokens": 0, "usage": {}, "cost": None, "latency": 0.0, "model": None,
         "error": None, "started_at": utc_now_iso(),
@@ -74,12 +76,19 @@ def run_one(arm, branch, grader=None) -> dict:
         usage["grading"] = grading["usage"]
         cost = None if cost is None or grading["cost"] is None else cost + grading["cost"]
     run.update(
-        context=list(output.context), summary=output.summary, request=output.request, scores=scores,
+        context=referenced_context(output.context, branch.history), summary=output.summary, request=output.request, scores=scores,
         score=sum(s["score"] for s in scores) / len(scores), tokens_before=output.tokens_before,
         tokens_after=output.tokens_after, summary_tokens=output.summary_tokens, usage=usage, cost=cost,
         latency=output.latency, model=output.model, finished_at=utc_now_iso(),
     )
     return run
+
+
+def referenced_context(context, history) -> list[dict]:
+    """``context`` as a run stores it: each stored message kept unchanged from ``history`` as
+    ``{"ref": id}``; what the strategy wrote, and summaries of the session's own overlays, in full."""
+    kept = {id(message) for message in history if not is_summary_message(message)}
+    return [{"ref": message["id"]} if id(message) in kept else message for message in context]
 
 
 def run_trial(store, experiment_pk, spec, branches, *, concurrency=None, progress=None, cancel=None) -> tuple[int, bool]:
@@ -91,20 +100,29 @@ def run_trial(store, experiment_pk, spec, branches, *, concurrency=None, progres
     trial = store.experiments.next_trial(experiment_pk)
     tasks = [(arm, branches[case.name]) for arm in spec.arms for case in spec.cases]
     cancel = cancel or threading.Event()
-    done = 0
     with ThreadPoolExecutor(max_workers=concurrency or spec.concurrency, thread_name_prefix="experiment") as pool:
         pending = {pool.submit(run_one, arm, branch, spec.grader) for arm, branch in tasks}
-        while pending:
-            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-            for future in finished:
-                if future.cancelled():
-                    continue
-                run = future.result() | {"trial": trial}
-                store.experiments.add_run(experiment_pk, run)
-                done += 1
-                if progress is not None:
-                    progress(done, len(tasks), run)
-            if cancel.is_set():
-                for future in pending:
-                    future.cancel()
+        try:
+            done = _store_as_finished(store, experiment_pk, trial, pending, len(tasks), progress, cancel)
+        except BaseException:  # an interrupt or a failed write: runs not started never start
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
     return trial, done < len(tasks)
+
+
+def _store_as_finished(store, experiment_pk, trial, pending, total, progress, cancel):
+    done = 0
+    while pending:
+        finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+        for future in finished:
+            if future.cancelled():
+                continue
+            run = future.result() | {"trial": trial}
+            store.experiments.add_run(experiment_pk, run)
+            done += 1
+            if progress is not None:
+                progress(done, total, run)
+        if cancel.is_set():
+            for future in pending:
+                future.cancel()
+    return done

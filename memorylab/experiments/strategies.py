@@ -93,19 +93,25 @@ def _truncate(arm, history):
 
 
 def _window(arm, history):
-    """Seed 002's policy on the branch rendered as ``{"role", "content"}`` messages (one line per part)."""
+    """Seed 002's policy on the branch rendered as ``{"role", "content"}`` messages (one line per part).
+    Messages the window kept whole stay the branch's own; one it cut becomes a message of its own."""
     window = ContextWindow(max_length=arm.settings["max_length"], auto_resize=False)
     handler = arm.settings["handler"]
     window.register_resize_handler(handler, WINDOW_HANDLERS[handler])
     if handler != SIMPLE_CUT:
         window.register_analysis_handler(
             lambda full, current, memo, settings: handler if window.length(current) > settings["max_length"] else None)
-    window.set_chat_history([{"role": m["role"], "content": render_transcript([m])} for m in history])
+    rendered = [{"role": m["role"], "content": render_transcript([m])} for m in history]
+    window.set_chat_history(rendered)
     window.resize()
     kept = window.context_window
-    context = Messages(_window_message(index, plain) for index, plain in enumerate(kept))
-    kept_ids = {m["id"] for m, plain in zip(history[len(history) - len(kept):], kept)
-                if plain["content"] == render_transcript([m])}
+    start = len(history) - len(kept)  # simple_cut keeps the newest messages; a custom handler may not
+    context = Messages()
+    for offset, plain in enumerate(kept):
+        index = start + offset
+        whole = 0 <= index < len(history) and plain == rendered[index]
+        context.append(history[index] if whole else _window_message(offset, plain))
+    kept_ids = {m["id"] for m in context}
     return ArmOutput(context=context, tokens_before=branch_tokens(history), tokens_after=branch_tokens(context),
                      dropped=tuple(m["id"] for m in history if m["id"] not in kept_ids))
 

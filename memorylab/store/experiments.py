@@ -12,7 +12,8 @@ from ..errors import DamagedRowError
 from .repository import Repository, insert_rows
 from .rows import dumps
 
-RUN_COLUMNS = ("trial", "arm", "strategy", "arm_settings", "case_name", "session_id", "leaf_id", "context", "summary",
+RUN_COLUMNS = ("trial", "arm", "strategy", "arm_settings", "case_name", "tenant_id", "agent_id", "session_id",
+               "leaf_id", "context", "summary",
                "request", "scores", "score", "tokens_before", "tokens_after", "summary_tokens", "usage", "cost",
                "latency", "model", "error", "started_at", "finished_at")
 _RUN_JSON = ("arm_settings", "context", "request", "scores", "usage")
@@ -122,6 +123,18 @@ class ExperimentRecords(Repository):
     def next_trial(self, experiment_pk) -> int:
         row = self._one("SELECT MAX(trial) AS trial FROM experiment_runs WHERE experiment_pk = ?", (experiment_pk,))
         return (row["trial"] or 0) + 1
+
+    def trials(self, experiment_pk) -> list[dict]:
+        """``[{"trial", "runs", "errors", "score", "started_at", "finished_at"}]``, oldest first; a failed
+        run counts 0 in ``score``, the mean over runs."""
+        rows = self._all(
+            """SELECT trial, COUNT(*) AS runs, SUM(CASE WHEN error IS NULL THEN 0 ELSE 1 END) AS errors,
+                   AVG(CASE WHEN error IS NULL THEN COALESCE(score, 0) ELSE 0 END) AS score,
+                   MIN(started_at) AS started_at, MAX(finished_at) AS finished_at
+            FROM experiment_runs WHERE experiment_pk = ? GROUP BY trial ORDER BY trial""",
+            (experiment_pk,),
+        )
+        return [dict(row) for row in rows]
 
     def add_run(self, experiment_pk, run) -> None:
         """Store one arm's run on one case: ``run`` has every key of ``RUN_COLUMNS``."""

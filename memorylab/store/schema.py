@@ -209,7 +209,9 @@ MEMORY_RECORDS = Table(
 # Experiments: arms x cases with probes, and every run kept. A case names its session by id rather
 # than referencing the row, so deleting a session never deletes the record of what was measured on it;
 # a run keeps its arm's settings and its probes' verdicts as they were, so editing the experiment later
-# does not rewrite history. ``trial`` numbers the times the experiment was run.
+# does not rewrite history. ``trial`` numbers the times the experiment was run. A run's context holds
+# the messages it kept unchanged as references (``{"ref": id}``) to its branch, and whole only what
+# the strategy wrote (a summary, a cut message): a run over a long session does not copy the session.
 EXPERIMENT_PK = Column("experiment_pk", INTEGER, references="experiments(pk)")
 EXPERIMENTS = Table(
     "experiments", key=("pk",), unique=(("tenant_id", "name"),), columns=(
@@ -242,7 +244,8 @@ EXPERIMENT_PROBES = Table(
 EXPERIMENT_RUNS = Table(
     "experiment_runs", key=("pk",), unique=(("experiment_pk", "trial", "arm", "case_name"),), columns=(
         Column("pk", INTEGER), EXPERIMENT_PK, Column("trial", INTEGER), Column("arm"), Column("strategy"),
-        Column("arm_settings", JSON, default="{}"), Column("case_name"), Column("session_id"),
+        Column("arm_settings", JSON, default="{}"), Column("case_name"), Column("tenant_id"), Column("agent_id"),
+        Column("session_id"),
         Column("leaf_id", null=True), Column("context", JSON, default="[]"), Column("summary", null=True),
         Column("request", JSON, null=True), Column("scores", JSON, default="[]"), Column("score", REAL, null=True),
         Column("tokens_before", INTEGER), Column("tokens_after", INTEGER), Column("summary_tokens", INTEGER),

@@ -114,8 +114,9 @@ def test_the_compacted_context_is_what_the_model_would_see_next_turn(samples):
     run = results.run("extractive", "migration")
     context = experiments.context(run)
     session = Session.open(samples, "long-migration-project", agent_id="project-assistant")
-    history = session.get_history()
-    plan = plan_for(load_spec(SAMPLE_SPEC).arm("extractive"), history)
+    spec = load_spec(SAMPLE_SPEC)
+    history = session.get_history(spec.case("migration").leaf)
+    plan = plan_for(spec.arm("extractive"), history)
     assert [m["id"] for m in context] == [m["id"] for m in plan.head] + ["compaction_experiment"] + \
         [m["id"] for m in plan.tail]
     assert context[len(plan.head)]["parts"][0]["text"] == run["summary"]

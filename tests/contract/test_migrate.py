@@ -2,8 +2,8 @@
 import pytest
 
 from tests.helpers import text_message
-from memorylab import (ConflictError, KVStore, LongTermMemory, Memory, MemoryAdmin, MemoryLabError, Session,
-                       SkillDirectoryProvider, SqliteSearchProvider, Store, register_agent)
+from memorylab import (ConflictError, Experiments, KVStore, LongTermMemory, Memory, MemoryAdmin, MemoryLabError,
+                       Session, SkillDirectoryProvider, SqliteSearchProvider, Store, register_agent)
 from memorylab.check import check_database
 from memorylab.cli import main
 from memorylab.errors import MigrationError
@@ -40,6 +40,12 @@ def add_edge_cases(store):
     KVStore(store, tenant_id="acme", namespace="prefs").set("theme", {"dark": True, "font": "Ünï"}, ttl=3600)
     KVStore(store, tenant_id="acme", namespace="prefs").set("plain", [1, 2.5, None])
     SqliteSearchProvider(store, tenant_id="acme", namespace="faq").set("shipping", "Parcels ship with DHL")
+    Experiments(store, tenant_id="acme").run({
+        "name": f"edge {HOSTILE}", "description": HOSTILE,
+        "arms": [{"name": "whole", "strategy": "none"}, {"name": "cut", "strategy": "window", "max_length": 60}],
+        "cases": [{"name": "tree", "session": tree.session_id, "tenant": tree.tenant_id, "agent": tree.agent_id,
+                   "probes": [{"id": "quokkas", "question": f"Which animal? {HOSTILE}", "facts": ["quokkas"]}]}],
+    })
     LongTermMemory(store, workspace="edge").add_record(
         "Ana's flight to Zanzibar lands at noon", session_id="edge-tree", tags=["travel", "ünï"],
         body={"fact": "lands 12:00"}, importance=0.35)

@@ -42,7 +42,7 @@ def build_release_database(backend, target):
             conn.execute(release_script("postgres"))
             conn.execute(release_script("rows"))
             for table in TABLES:  # the release's identities had generated the keys the rows hold
-                if table.identity:
+                if table.identity and conn.execute("SELECT to_regclass(%s)", (table.name,)).fetchone()[0]:
                     conn.execute(f"SELECT setval(pg_get_serial_sequence('{table.name}', '{table.identity}'),"
                                  f" MAX({table.identity})) FROM {table.name}")
     else:

@@ -1,0 +1,401 @@
+"""The Experiments page's editor: a spec shown as tables (arms, one probe table per case) and read back.
+
+The page keeps a *draft* in ``st.session_state["exp_draft"]``: ``{"origin", "spec", "base", "keys"}``.
+``spec`` is the spec as edited so far, the plain YAML-like dict ``ExperimentSpec.to_dict`` gives. The
+editors of a section ("arms": the top-level settings and the arms; "cases") are built from
+``base[section]`` under the widget keys ``keys[section]``; what the user types stays in the editors'
+own state. A section is drawn only while its tab is open, and an editor not drawn in a rerun loses
+that state, so a section whose editors are gone starts again from ``spec`` under fresh keys.
+Changes that add or remove rows (duplicate an arm, add a case, add proposed probes) are returned as
+functions from the spec dict to a new one, which the page applies once every open table was read.
+"""
+import copy
+import json
+import math
+
+import pandas as pd
+import streamlit as st
+
+from memorylab import MemoryLabError, Session
+from memorylab.experiments import PROBE_KINDS, STRATEGY_DEFAULTS, STRATEGY_HELP, Arm, plan_for, propose_probes
+from memorylab.history.compaction import DEFAULT_SUMMARY_TEMPLATE
+from memorylab.lab.treeview import preview
+
+from pages.common import completion_settings, escape_markdown
+
+SETTING_HELP = {
+    "protect_head": "summarize, extractive: messages kept verbatim at the start (default 3)",
+    "tail_token_budget": "summarize, extractive: tokens of recent messages kept verbatim "
+                         "(blank: a quarter of the branch)",
+    "min_tail_messages": "summarize, extractive: recent messages kept whatever their size (default 2)",
+    "model": "summarize: any litellm model string (blank: the embedded model)",
+    "max_length": "window: characters the window holds (default 12000)",
+    "handler": "window: the resize handler (default simple_cut)",
+    "keep_recent": "truncate: newest messages left whole (default 4)",
+    "max_tool_output_chars": "truncate: longest older tool output kept (default 500)",
+    "max_text_chars": "truncate: longest older text kept (default 10000)",
+}
+TEXT_SETTINGS = ("model", "handler")
+ARM_COLUMNS = ("name", "strategy", *SETTING_HELP, "min_score")
+HIDDEN_ARM_COLUMNS = ("template", "completion")
+"""Kept in the table, so they follow their row, and edited under it: too long for a cell."""
+PROBE_COLUMNS = ("id", "kind", "question", "facts", "answer")
+FACT_SEPARATOR = "; "
+COMPACTING = ("summarize", "extractive")
+
+
+def plain(value):
+    """A cell as the spec wants it: blank is None, a whole float (pandas' integers with blanks) an int."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        return value.strip() or None
+    return value
+
+
+def section_key(draft, section, sentinel):
+    """The widget-key suffix of a section's editors. When ``sentinel(key)``, one of its widget keys, is
+    not in the session state, its editors were not drawn in the last rerun: they start afresh from
+    the spec as edited so far, under a new key."""
+    key = draft["keys"].get(section)
+    if key is None or sentinel(key) not in st.session_state:
+        key = draft["keys"][section] = st.session_state["exp_keys"] = st.session_state.get("exp_keys", 0) + 1
+        draft["base"][section] = copy.deepcopy(draft["spec"] if section == "arms" else draft["spec"]["cases"])
+    return key
+
+
+def edit_arms(draft):
+    """The arms section: the spec's top-level settings, the arms table, each summarize arm's template,
+    and "Duplicate". Returns ``(spec, problems, changes)``: the spec with the arms as edited, what
+    the page itself could not read (a completion that is not JSON), and the changes to apply."""
+    key = section_key(draft, "arms", lambda k: f"exp_arms:{k}")
+    top = _edit_settings(draft["base"]["arms"], key)
+    arms, problems, changes = _edit_arm_table(draft["base"]["arms"]["arms"], key)
+    return top | {"arms": arms, "cases": draft["spec"]["cases"]}, problems, changes
+
+
+def _edit_settings(spec, version) -> dict:
+    """Name, description, concurrency and the threshold of every arm: the spec's top-level keys."""
+    name, concurrency, min_score = st.columns([3, 1, 1])
+    top = {
+        "name": name.text_input("Name", spec.get("name", ""), key=f"exp_name:{version}",
+                                help="Saving under another name keeps both experiments."),
+        "description": st.text_area("Description", spec.get("description", ""), height=68,
+                                    key=f"exp_description:{version}"),
+        "concurrency": concurrency.number_input("Concurrency", 1, 64, spec.get("concurrency", 4),
+                                                key=f"exp_concurrency:{version}", help="Model calls at once"),
+    }
+    threshold = min_score.number_input("Min score, every arm", 0.0, 1.0, spec.get("min_score"), step=0.05,
+                                       key=f"exp_min_score:{version}",
+                                       help="The mean probe score an arm must reach unless it sets its own")
+    if threshold is not None:
+        top["min_score"] = threshold
+    if spec.get("grader"):
+        top["grader"] = spec["grader"]
+    return top
+
+
+# -- arms ----------------------------------------------------------------------------------------
+
+
+def arms_table(arms) -> pd.DataFrame:
+    """The arms (flat YAML form) as the editor's rows."""
+    rows = [{column: arm.get(column) for column in ARM_COLUMNS}
+            | {"template": arm.get("template"),
+               "completion": json.dumps(arm["completion"]) if arm.get("completion") else None}
+            for arm in arms]
+    frame = pd.DataFrame(rows, columns=[*ARM_COLUMNS, *HIDDEN_ARM_COLUMNS])
+    numeric = [c for c in ARM_COLUMNS if c not in ("name", "strategy", *TEXT_SETTINGS)]
+    frame[numeric] = frame[numeric].apply(pd.to_numeric)
+    return frame
+
+
+def arm_from_row(row) -> dict:
+    """One editor row as a flat arm: the settings its strategy reads, blanks left to their defaults
+    (the template and completion arguments are read from their own editor)."""
+    row = {key: plain(value) for key, value in row.items()}
+    arm = {"name": row["name"], "strategy": row["strategy"]}
+    arm.update((key, row[key]) for key in STRATEGY_DEFAULTS.get(row["strategy"], {})
+               if key in ARM_COLUMNS and row[key] is not None)
+    if row["min_score"] is not None:
+        arm["min_score"] = row["min_score"]
+    return arm
+
+
+def compaction_arm(arm) -> Arm:
+    """The engine's ``Arm`` of a flat summarize or extractive arm, for its compaction plan."""
+    defaults = STRATEGY_DEFAULTS[arm["strategy"]]
+    return Arm(name=arm["name"], strategy=arm["strategy"],
+               settings=defaults | {key: value for key, value in arm.items() if key in defaults})
+
+
+def duplicate_arm(spec, name):
+    """``spec`` with a copy of arm ``name`` after it, named ``name-copy`` (or ``-copy-2``…)."""
+    names = {arm["name"] for arm in spec["arms"]}
+    copy_name = next(f"{name}-copy{suffix}" for suffix in ("", *(f"-{n}" for n in range(2, 1000)))
+                     if f"{name}-copy{suffix}" not in names)
+    arms = []
+    for arm in spec["arms"]:
+        arms.append(arm)
+        if arm["name"] == name:
+            arms.append(copy.deepcopy(arm) | {"name": copy_name})
+    return spec | {"arms": arms}
+
+
+def _edit_arm_table(arms, version):
+    st.caption("One row per arm. Each strategy reads its own columns (hover a header); blank cells take the "
+               "defaults and columns another strategy reads are ignored. Add a row at the bottom of the table, "
+               "delete one by selecting it. "
+               + " ".join(f"**{name}**: {text}." for name, text in STRATEGY_HELP.items()))
+    config = {
+        "name": st.column_config.TextColumn(required=True, help="Unique within the experiment"),
+        "strategy": st.column_config.SelectboxColumn(options=list(STRATEGY_DEFAULTS), required=True,
+                                                     default="extractive"),
+        "min_score": st.column_config.NumberColumn(
+            min_value=0.0, max_value=1.0, step=0.01, format="%.2f",
+            help="The mean probe score this arm must reach (blank: the experiment's)"),
+    }
+    for key, text in SETTING_HELP.items():
+        config[key] = (st.column_config.TextColumn(help=text) if key in TEXT_SETTINGS
+                       else st.column_config.NumberColumn(min_value=0, step=1, help=text))
+    edited = st.data_editor(arms_table(arms), key=f"exp_arms:{version}", num_rows="dynamic", hide_index=True,
+                            column_order=ARM_COLUMNS, column_config=config, placeholder="default", width="stretch")
+    arms, problems, changes = [], [], []
+    for index, row in enumerate(edited.to_dict("records")):
+        arm = arm_from_row(row)
+        if arm["strategy"] == "summarize":
+            problem = _template_editor(arm, row, f"{version}:{index}")
+            if problem:
+                problems.append(problem)
+        arms.append(arm)
+    named = [arm["name"] for arm in arms if arm["name"]]
+    if named:
+        left, right = st.columns([3, 1], vertical_alignment="bottom")
+        chosen = left.selectbox("Arm to duplicate", named, key=f"exp_duplicate_arm:{version}")
+        if right.button("Duplicate the arm", key=f"exp_duplicate:{version}", width="stretch"):
+            changes.append(lambda spec: duplicate_arm(spec, chosen))
+    return arms, problems, changes
+
+
+def _template_editor(arm, row, key):
+    """The prompt template and completion arguments of one summarize arm, in an expander; fills
+    them into ``arm``. Returns a problem, or None."""
+    with st.expander(f"Prompt and completion of arm “{escape_markdown(arm['name'] or 'unnamed')}”", icon="📝"):
+        template = st.text_area("Summary prompt template", plain(row["template"]) or DEFAULT_SUMMARY_TEMPLATE,
+                                height=220, key=f"exp_template:{key}",
+                                help="Placeholders: {transcript} (required), {previous_summary}, {target_tokens}.")
+        completion = st.text_input("Completion arguments (JSON)", plain(row["completion"]) or "{}",
+                                   key=f"exp_completion:{key}",
+                                   help='Passed to litellm.completion, e.g. {"temperature": 0, "max_tokens": 300}. '
+                                        "Keys come from the environment, never from here.")
+    if template.strip() != DEFAULT_SUMMARY_TEMPLATE.strip():
+        arm["template"] = template
+    try:
+        parsed = json.loads(completion or "{}")
+    except ValueError as error:
+        return f"arm {arm['name']!r}: the completion arguments are not JSON ({error})"
+    if parsed:
+        arm["completion"] = parsed
+    return None
+
+
+# -- cases and probes ----------------------------------------------------------------------------
+
+
+def probes_table(probes) -> pd.DataFrame:
+    rows = [{"id": p["id"], "kind": p.get("kind", "recall"), "question": p.get("question"),
+             "facts": FACT_SEPARATOR.join(str(f) for f in p.get("facts") or ()), "answer": p.get("answer")}
+            for p in probes]
+    return pd.DataFrame(rows, columns=PROBE_COLUMNS)
+
+
+def probes_from_table(frame) -> list[dict]:
+    """The editor's rows as probes; an all-blank row is skipped and a blank id gets the next free one."""
+    rows = [{key: plain(value) for key, value in row.items()} for row in frame.to_dict("records")]
+    rows = [row for row in rows if any(value is not None for value in row.values())]
+    taken = {row["id"] for row in rows}
+    free = (f"probe-{n}" for n in range(1, 100_000) if f"probe-{n}" not in taken)
+    probes = []
+    for row in rows:
+        probe = {"id": row["id"] or next(free), "question": row["question"],
+                 "facts": [f.strip() for f in (row["facts"] or "").split(";") if f.strip()]}
+        probe.update((key, row[key]) for key in ("kind", "answer") if row[key] is not None)
+        probes.append(probe)
+    return probes
+
+
+def add_probes(spec, case_name, probes):
+    """``spec`` with ``probes`` appended to case ``case_name``, ids made unique within the case."""
+    cases = []
+    for case in spec["cases"]:
+        if case["name"] == case_name:
+            taken = {p["id"] for p in case["probes"]}
+            added = []
+            for probe in probes:
+                probe_id, n = probe["id"], 2
+                while probe_id in taken:
+                    probe_id, n = f"{probe['id']}-{n}", n + 1
+                taken.add(probe_id)
+                added.append(probe | {"id": probe_id})
+            case = case | {"probes": [*case["probes"], *added]}
+        cases.append(case)
+    return spec | {"cases": cases}
+
+
+def edit_cases(store, draft):
+    """One tab per case (its leaf and probe table, proposals, removal) and the "Add a case" panel.
+    Returns ``(cases, changes)``."""
+    key = section_key(draft, "cases", lambda k: f"exp_case_search:{k}")
+    cases, changes = [], []
+    base, arms = draft["base"]["cases"], draft["spec"]["arms"]
+    if base:
+        st.caption("Probes are questions a user could ask later. A probe passes when the arm's context holds "
+                   f"every one of its facts (separate facts with “{FACT_SEPARATOR.strip()}”); matching ignores case, "
+                   "spacing, punctuation, thousands separators and date formats. Kinds: recall (a stated fact), "
+                   "artifact (a file, id or command), continuation (what is still to do), decision (what was "
+                   "decided).")
+        labels = [f"{c['name']} ({len(c['probes'])})" for c in base]
+        for index, (case, tab) in enumerate(zip(base, st.tabs(labels))):
+            with tab:
+                edited, case_changes = _case_editor(store, case, arms, f"{key}:{index}")
+            cases.append(edited)
+            changes += case_changes
+    else:
+        st.info("No cases yet: add one below. A case is a session branch and the probes asked of it.")
+    changes += _new_case(store, base, key)
+    return cases, changes
+
+
+def _case_editor(store, case, arms, key):
+    st.caption(f"Session `{case['session']}` · agent `{case.get('agent', 'default')}` · "
+               f"tenant `{case.get('tenant', 'default')}`")
+    leaf = _leaf_picker(store, case, key)
+    edited = st.data_editor(
+        probes_table(case["probes"]), key=f"exp_probes:{key}", num_rows="dynamic", hide_index=True, width="stretch",
+        height=min(38 + 35 * (len(case["probes"]) + 1), 560),
+        column_config={
+            "id": st.column_config.TextColumn(help="Unique in the case (blank: probe-N)"),
+            "kind": st.column_config.SelectboxColumn(options=list(PROBE_KINDS), default="recall"),
+            "question": st.column_config.TextColumn(width="large", required=True),
+            "facts": st.column_config.TextColumn(width="medium",
+                                                 help=f"Short exact phrases, separated by “{FACT_SEPARATOR}”"),
+            "answer": st.column_config.TextColumn(
+                help="The expected answer (model grading; the one fact when facts is blank)"),
+        })
+    edited_case = {k: v for k, v in case.items() if k != "leaf"} | ({"leaf": leaf} if leaf else {}) | {
+        "probes": probes_from_table(edited)}
+    changes = []
+    propose, remove = st.columns(2)
+    if propose.button("Propose probes with a model", key=f"exp_propose:{key}", width="stretch",
+                      help="The sidebar's model reads the span the first summarize or extractive arm drops and "
+                           "proposes questions about it; you review them before they are added."):
+        _propose(store, edited_case, arms)
+    if remove.button("Remove this case", key=f"exp_remove_case:{key}", width="stretch"):
+        changes.append(lambda spec: spec | {"cases": [c for c in spec["cases"] if c["name"] != case["name"]]})
+    changes += _review_proposals(case["name"], key)
+    return edited_case, changes
+
+
+def _case_session(store, case):
+    return Session.open(store, case["session"], tenant_id=case.get("tenant", "default"),
+                        agent_id=case.get("agent", "default"))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _leaves(key, _session):
+    """(leaf id, label) of every branch of a session, newest first, read once per version of it (``key``)."""
+    return [(leaf["id"], f"{leaf['id']} · {preview(leaf, 60)}") for leaf in _session.get_leaves()]
+
+
+def _leaf_picker(store, case, key):
+    """The case's leaf: None (the newest leaf whenever it runs) or a fixed one."""
+    try:
+        session = _case_session(store, case)
+    except MemoryLabError as error:
+        st.warning(f"{error}. Fix the case's session in the YAML, or remove the case.")
+        return case.get("leaf")
+    version = (store.path, session.tenant_id, session.agent_id, session.session_id, session.info["updated_at"])
+    leaves = _leaves(version, session)
+    newest = leaves[0][0] if leaves else "none yet"
+    labels = {f"the newest leaf, whichever it is when the experiment runs ({newest})": None}
+    labels |= {label: leaf_id for leaf_id, label in leaves}
+    if case.get("leaf") and case["leaf"] not in labels.values():
+        labels[f"{case['leaf']} · not in the session any more"] = case["leaf"]
+    names = list(labels)
+    current = list(labels.values()).index(case.get("leaf"))
+    return labels[st.selectbox("Branch (by its leaf)", names, index=current, key=f"exp_leaf:{key}")]
+
+
+def _propose(store, case, arms):
+    """Ask the sidebar's model for probes about what the first compacting arm drops; kept for review."""
+    arm = next((a for a in arms if a["strategy"] in COMPACTING), None)
+    if arm is None:
+        st.error("Proposals come from the span a summarize or extractive arm drops: add one to the arms first.")
+        return
+    model = st.session_state.get("model")
+    try:
+        plan = plan_for(compaction_arm(arm), _case_session(store, case).get_history(case.get("leaf")))
+        if plan is None:
+            st.error(f"Arm “{arm['name']}” keeps this whole branch, so there is no dropped span to ask about: "
+                     "lower its tail_token_budget or protect_head.")
+            return
+        with st.spinner(f"{model} is reading the {len(plan.middle)} messages arm “{arm['name']}” drops…"):
+            probes = propose_probes(plan.middle, model=model, **completion_settings())
+    except MemoryLabError as error:
+        st.error(str(error))
+        return
+    st.session_state[f"exp_proposed:{case['name']}"] = {"arm": arm["name"], "model": model,
+                                                        "probes": [p.to_dict() for p in probes]}
+
+
+def _review_proposals(case_name, key):
+    """The proposed probes to edit and tick before they join the case; returns the change that adds them."""
+    proposed = st.session_state.get(f"exp_proposed:{case_name}")
+    if not proposed:
+        return []
+    st.markdown(f"**Proposed by {escape_markdown(proposed['model'])}** from the span arm "
+                f"“{escape_markdown(proposed['arm'])}” drops. Untick what "
+                "should not be added; edit the rest.")
+    table = probes_table(proposed["probes"])
+    table.insert(0, "add", True)
+    reviewed = st.data_editor(table, key=f"exp_review:{key}", hide_index=True, width="stretch",
+                              column_config={"add": st.column_config.CheckboxColumn(),
+                                             "kind": st.column_config.SelectboxColumn(options=list(PROBE_KINDS))})
+    chosen = probes_from_table(reviewed[reviewed["add"]].drop(columns="add"))
+    add, discard = st.columns(2)
+    if discard.button("Discard the proposals", key=f"exp_discard:{key}", width="stretch"):
+        st.session_state.pop(f"exp_proposed:{case_name}")
+        st.rerun()
+    if add.button(f"Add {len(chosen)} probes to the case", key=f"exp_add_proposed:{key}", type="primary",
+                  disabled=not chosen, width="stretch"):
+        st.session_state.pop(f"exp_proposed:{case_name}")
+        return [lambda spec: add_probes(spec, case_name, chosen)]
+    return []
+
+
+def _new_case(store, cases, key):
+    """Pick a session (searched like the Sessions page) and add it as a case with no probes yet."""
+    with st.expander("Add a case", icon="➕", expanded=not cases):
+        search = st.text_input("Find a session", key=f"exp_case_search:{key}",
+                               placeholder="part of an id or a title")
+        rows = store.sessions.list(search=search.strip() or None, limit=50)
+        if not rows:
+            st.info(f"No session's id or title holds “{escape_markdown(search)}”." if search.strip()
+                    else "The store holds no session.")
+            return []
+        labels = {f"{row['metadata'].get('title') or row['session_id']} · {row['message_count']} msgs "
+                  f"[{row['session_id']}]": row for row in rows}
+        row = labels[st.selectbox("Session", list(labels), key="exp_case_session")]
+        taken = {case["name"] for case in cases}
+        default = next(name for name in (row["session_id"], *(f"{row['session_id']}-{n}" for n in range(2, 1000)))
+                       if name not in taken)
+        name = st.text_input("Case name", default, key=f"exp_case_name:{row['session_id']}")
+        st.caption("It starts on the session's newest leaf with no probes: pick a branch and write or propose "
+                   "probes in its tab once it is added.")
+        if not st.button("Add the case", key="exp_add_case"):
+            return []
+        case = {"name": name.strip(), "session": row["session_id"], "agent": row["agent_id"],
+                "tenant": row["tenant_id"], "probes": []}
+        return [lambda spec: spec | {"cases": [*spec["cases"], case]}]

@@ -1,0 +1,270 @@
+"""The Experiments page's results: leaderboard, Pareto chart, trials and their comparison, one case
+arm by arm (outputs, a diff, missed probes), downloads, and "Use this arm in the Compaction lab".
+
+Everything read from the store is cached per experiment, trial and *stamp* (its run count and last
+run), so a rerun that changes no result reads nothing again and a new run is never hidden.
+"""
+import difflib
+from types import SimpleNamespace
+
+import pandas as pd
+import streamlit as st
+
+from memorylab import MemoryLabError
+from memorylab.history.compaction import DEFAULT_SUMMARY_TEMPLATE
+from memorylab.lab.treeview import preview
+from memorylab.llm.models import DEFAULT_LOCAL_MODEL
+
+from pages.common import escape_markdown, select_leaf, select_session
+
+TAIL_MESSAGES = 4
+"""Messages of a compacted context shown for an arm that wrote no summary."""
+SIDE_BY_SIDE = 4
+
+
+@st.cache_resource(max_entries=8, show_spinner="Reading the results…")
+def _trial_view(stamp, _experiments, name, trial):
+    """One trial's results and everything drawn from them, built once: read-only, shared."""
+    results = _experiments.results(name, trial)
+    board = results.leaderboard()
+    board["verdict"] = [_verdict(passed, threshold) for passed, threshold in zip(board["passed"], board["min_score"])]
+    return SimpleNamespace(results=results, leaderboard=board, figure=results.pareto_figure(),
+                           probes=results.probes_frame())
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _comparison(stamp, _experiments, name, trial, other):
+    return _experiments.compare(name, other, trial)
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _context(key, _experiments, _run):
+    """The compacted context of one run (runs never change, so its key is enough)."""
+    return _experiments.context(_run)
+
+
+def _verdict(passed, threshold):
+    if passed is None or pd.isna(threshold):
+        return "no threshold"
+    return f"passed (≥ {threshold:.2f})" if passed else f"FAILED (< {threshold:.2f})"
+
+
+def results_panel(experiments, name, trials, stamp, branches):
+    """Everything about the ``trials`` (how many) of experiment ``name``; ``stamp`` changes whenever a
+    run is added, ``branches`` maps each case's name to its session ref (tenant, agent, session)."""
+    if not trials:
+        st.info("Not run yet. Check the arms and the cases in their tabs, then press **Run** above. Arms that need "
+                "no model (none, window, truncate, extractive) finish in about a second; a summarize arm calls its "
+                "model once per case.")
+        return
+    numbers = list(range(trials, 0, -1))  # a trial number is taken by its first stored run, so none is skipped
+    pick, versus = st.columns(2)
+    trial = pick.selectbox("Trial", numbers, key=f"exp_trial:{name}", format_func=lambda n: f"Trial {n}",
+                           help="Each Run adds a trial; older ones stay to compare with.")
+    other = versus.selectbox("Compare with trial", [None, *[n for n in numbers if n != trial]],
+                             key=f"exp_versus:{name}:{trial}",
+                             format_func=lambda n: "—" if n is None else f"Trial {n}")
+    try:
+        view = _trial_view(stamp, experiments, name, trial)
+    except MemoryLabError as error:
+        st.error(str(error))
+        return
+    results = view.results
+    _headline(results, view.leaderboard)
+    _leaderboard(view)
+    if other is not None:
+        try:
+            _comparison_table(_comparison(stamp, experiments, name, trial, other), trial, other)
+        except MemoryLabError as error:
+            st.error(str(error))
+    _use_arm(results, view.leaderboard, name, branches)
+    _drill_down(experiments, view, f"{name}:{trial}")
+    _downloads(results, name)
+
+
+def _headline(results, board):
+    saving = board[board["saved_pct"] > 0]  # the full history always wins; the question is what else comes close
+    best = (saving if len(saving) else board).iloc[0]
+    errors = int(board["errors"].sum())
+    started = min(run["started_at"] for run in results.runs)
+    columns = st.columns(4)
+    columns[0].metric("Best arm that saves tokens" if len(saving) else "Best arm", best["arm"],
+                      help="Highest mean probe score among the arms whose context is smaller than the history")
+    columns[1].metric("Its score", f"{best['score']:.2f}", help="Mean over cases of the share of probes kept",
+                      delta=f"saves {best['saved_pct']:.0f}%" if len(saving) else None, delta_color="off")
+    columns[2].metric("Runs", len(results.runs), delta=f"{errors} errors" if errors else None, delta_color="inverse",
+                      help=f"Trial {results.trial} started {started[:19].replace('T', ' ')} UTC")
+    failing = int(board["passed"].eq(False).sum())  # None is "no threshold", not a failure
+    columns[3].metric("Under their threshold", failing, help="Arms whose mean score is under their min_score")
+    if not results.complete:
+        st.warning("This trial is incomplete: it is still running, or it was cancelled or interrupted. Only the runs "
+                   "that finished are shown.")
+
+
+def _leaderboard(view):
+    st.subheader("Leaderboard")
+    st.dataframe(
+        view.leaderboard, hide_index=True, width="stretch", height=min(38 + 35 * len(view.leaderboard), 740),
+        column_order=("arm", "strategy", "score", "spread", "min_case", "saved_pct", "tokens_after", "cost", "errors",
+                      "verdict", "tokens_before", "summary_tokens", "latency_s", "max_case"),
+        column_config={
+            "score": st.column_config.ProgressColumn(
+                min_value=0.0, max_value=1.0, format="%.2f",
+                help="Mean over cases of the share of probes kept (failed runs count 0)"),
+            "spread": st.column_config.NumberColumn(format="%.2f", help="Standard deviation of the score over cases"),
+            "min_case": st.column_config.NumberColumn("worst case", format="%.2f"),
+            "max_case": st.column_config.NumberColumn("best case", format="%.2f"),
+            "tokens_before": st.column_config.NumberColumn("tokens before", format="localized"),
+            "tokens_after": st.column_config.NumberColumn("tokens after", format="localized",
+                                                          help="Mean tokens of the context the arm leaves"),
+            "saved_pct": st.column_config.NumberColumn("saved", format="%.0f%%"),
+            "summary_tokens": st.column_config.NumberColumn("summary tokens", format="localized"),
+            "cost": st.column_config.NumberColumn(format="$%.4f", help="Blank where litellm does not know the price"),
+            "latency_s": st.column_config.NumberColumn("latency", format="%.2f s", help="Mean per case"),
+            "verdict": st.column_config.TextColumn(help="Against the arm's min_score (or the experiment's)"),
+        })
+    st.plotly_chart(view.figure, width="stretch", config={"displaylogo": False})
+    st.caption("Probe score against tokens saved, one point per arm: up and right is better, and the dotted line "
+               "joins the arms no other arm beats on both.")
+
+
+def _comparison_table(frame, trial, other):
+    changed = frame["score_change"].dropna()
+    st.subheader(f"Trial {trial} against trial {other}")
+    st.caption(f"{int((changed < 0).sum())} runs scored lower, {int((changed > 0).sum())} higher, "
+               f"mean change {changed.mean():+.3f}." if len(changed) else "No arm ran on the same case in both trials.")
+    st.dataframe(frame.sort_values("score_change", na_position="last"), hide_index=True, width="stretch", height=300,
+                 column_config={"score_change": st.column_config.NumberColumn("score change", format="%+.2f"),
+                                f"score_{trial}": st.column_config.NumberColumn(format="%.2f"),
+                                f"score_{other}": st.column_config.NumberColumn(format="%.2f")})
+
+
+def _use_arm(results, board, name, branches):
+    """Copy a compacting arm's plan settings into the Compaction lab's widgets and open it."""
+    key = f"{name}:{results.trial}"
+    arms = list(board.loc[board["strategy"].isin(("summarize", "extractive")), "arm"])
+    if not arms:
+        return
+    left, right = st.columns([3, 2], vertical_alignment="bottom")
+    arm = left.selectbox("Arm to tune further in the Compaction lab", arms, key=f"exp_use_arm:{key}",
+                         help="Summarize and extractive arms: their plan settings (and a summarize arm's template "
+                              "and model) become the Compaction lab's, on the branch of the case shown below.")
+    if right.button("Use this arm in the Compaction lab", icon="🗜️", width="stretch"):
+        case = st.session_state.get(f"exp_case:{key}") or results.cases[0]
+        run = results.run(arm, case) or next(r for r in results.runs if r["arm"] == arm)
+        _copy_to_compaction_lab(run, branches.get(run["case_name"]), f"arm “{arm}” of “{name}”, trial {results.trial}")
+
+
+def _copy_to_compaction_lab(run, ref, source):
+    """The Compaction lab's widget keys set to ``run``'s arm settings, the branch it ran on (``ref``:
+    tenant, agent, session) selected, and the page opened; it says the settings came from ``source``."""
+    settings = run["arm_settings"]
+    state = st.session_state
+    state["main_head"], state["main_min_tail"] = settings["protect_head"], settings["min_tail_messages"]
+    if settings["tail_token_budget"] is None:
+        state.pop("main_tail", None)  # the lab's own default: a quarter of the branch, as the arm had
+    else:
+        state["main_tail"] = settings["tail_token_budget"]
+    if run["strategy"] == "summarize":
+        state["main_template"] = settings["template"] or DEFAULT_SUMMARY_TEMPLATE
+        state["main_model"] = settings["model"] or DEFAULT_LOCAL_MODEL
+    state["main_settings_from"] = source
+    if ref:
+        select_session(ref)
+        select_leaf(run["leaf_id"])
+    try:
+        st.switch_page("pages/compaction_lab.py")
+    except st.errors.StreamlitAPIException:  # the page runs on its own, outside the app's navigation
+        st.info("Copied. Open the Compaction lab to see the plan with these settings.")
+
+
+def _drill_down(experiments, view, key):
+    """One case's runs side by side; ``key`` (experiment and trial) keeps each trial's choices apart,
+    since trials can differ in arms and cases."""
+    results = view.results
+    st.subheader("One case, arm by arm")
+    left, right = st.columns([1, 3])
+    case = left.selectbox("Case", results.cases, key=f"exp_case:{key}")
+    ranked = list(view.leaderboard["arm"])
+    shown = right.multiselect("Arms side by side", ranked, default=ranked[:min(3, len(ranked))],
+                              max_selections=SIDE_BY_SIDE, key=f"exp_side_by_side:{key}")
+    outputs = {}
+    for arm, column in zip(shown, st.columns(max(len(shown), 1))):
+        run = results.run(arm, case)
+        with column:
+            outputs[arm] = _arm_output(experiments, run, view.probes, arm, case)
+    _diff(results, experiments, case, outputs, key)
+    _probe_matrix(view.probes, case)
+
+
+def _arm_output(experiments, run, probes, arm, case):
+    """One arm's column: its score, its output, the probes it missed. Returns the output's text."""
+    st.markdown(f"**{escape_markdown(arm)}**")
+    if run is None:
+        st.info("No run of this arm on this case in this trial (cancelled).")
+        return ""
+    saved = run["tokens_before"] - run["tokens_after"]
+    st.caption(f"{run['strategy']} · score {run['score'] or 0:.2f} · {run['tokens_after']:,} tokens after "
+               f"({saved:,} saved)" + (f" · {run['model']}" if run["model"] else ""))
+    if run["error"]:
+        st.error(run["error"])
+        return ""
+    text = _output_text(experiments, run)
+    st.code(text, language=None, wrap_lines=True, height=260)
+    missed = probes[(probes["arm"] == arm) & (probes["case"] == case) & (probes["score"] < 1)]
+    if missed.empty:
+        st.success("Kept every probe.")
+    else:
+        st.dataframe(missed[["probe", "kind", "missed"]], hide_index=True, width="stretch",
+                     column_config={"missed": st.column_config.TextColumn("missing facts")})
+    return text
+
+
+def _output_text(experiments, run):
+    """What to read of a run: its summary, else the newest messages of the context it left ("" when
+    it has none)."""
+    if run is None or run["error"]:
+        return ""
+    if run["summary"]:
+        return run["summary"]
+    try:
+        context = _context(run["pk"], experiments, run)
+    except MemoryLabError as error:
+        return f"(its context cannot be read: {error})"
+    lines = [f"[{m['role']}] {preview(m, 400)}" for m in context[-TAIL_MESSAGES:]]
+    if len(context) > TAIL_MESSAGES:
+        lines.insert(0, f"… {len(context) - TAIL_MESSAGES:,} earlier messages of {len(context):,}")
+    return "\n\n".join(lines)
+
+
+def _diff(results, experiments, case, outputs, key):
+    arms = results.arms
+    if len(arms) < 2:
+        return
+    with st.expander("Diff two arms' outputs on this case", icon="🔀"):
+        shown = list(outputs) or arms
+        left, right = st.columns(2)
+        first = left.selectbox("From arm", arms, index=arms.index(shown[0]), key=f"exp_diff_from:{key}")
+        second = right.selectbox("To arm", arms, index=arms.index(shown[1] if len(shown) > 1 else arms[1]),
+                                 key=f"exp_diff_to:{key}")
+        texts = [outputs.get(arm) or _output_text(experiments, results.run(arm, case)) for arm in (first, second)]
+        diff = "\n".join(difflib.unified_diff(texts[0].splitlines(), texts[1].splitlines(), first, second, lineterm=""))
+        st.code(diff or "The two outputs are the same.", language="diff", wrap_lines=True)
+
+
+def _probe_matrix(probes, case):
+    on_case = probes[probes["case"] == case]
+    if on_case.empty:
+        return
+    matrix = on_case.pivot_table(index=["probe", "kind", "question"], columns="arm", values="score", sort=False)
+    st.markdown("**Probes on this case**: 1 = every fact kept, 0 = none.")
+    st.dataframe(matrix.reset_index(), hide_index=True, width="stretch",
+                 column_config={"question": st.column_config.TextColumn(width="large")})
+
+
+def _downloads(results, name):
+    left, right, _ = st.columns([1, 1, 3])
+    stem = f"{name}-trial-{results.trial}"
+    left.download_button("Download CSV", results.to_csv, f"{stem}.csv", "text/csv", on_click="ignore", icon="⬇️")
+    right.download_button("Download JSON", results.to_json, f"{stem}.json", "application/json", on_click="ignore",
+                          icon="⬇️")
