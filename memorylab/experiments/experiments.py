@@ -132,15 +132,21 @@ class Experiments:
         """The compacted context a run produced (the messages the model would see next turn). Messages
         it kept from its branch are read back from the session; one no longer stored shows as a note."""
         stored = self.store.experiments.run_context(run["pk"]) or []
-        branch = {}
-        if any("ref" in message for message in stored):
+        refs = [m["ref"] for m in stored if "ref" in m]
+        kept = {}
+        if refs:
             try:
                 session = Session.open(self.store, run["session_id"], tenant_id=run["tenant_id"],
                                        agent_id=run["agent_id"])
-                branch = {m["id"]: m for m in session.get_history(run["leaf_id"], apply_compactions=False)}
             except NotFoundError:
-                pass
-        return Messages(branch.get(m["ref"]) or _gone(m["ref"]) if "ref" in m else m for m in stored)
+                session = None
+            if session is not None and session.get_message(run["leaf_id"]) is not None:
+                kept = {m["id"]: m for m in session.get_history(run["leaf_id"], apply_compactions=False)}
+            for ref in set(refs).difference(kept) if session is not None else ():  # the branch changed since
+                found = session.get_message(ref)
+                if found is not None:
+                    kept[ref] = found
+        return Messages(kept.get(m["ref"]) or _gone(m["ref"]) if "ref" in m else m for m in stored)
 
     def _definition(self, name) -> dict:
         definition = self.store.experiments.definition(self.tenant_id, name)

@@ -101,7 +101,7 @@ def run_trial(store, experiment_pk, spec, branches, *, concurrency=None, progres
     tasks = [(arm, branches[case.name]) for arm in spec.arms for case in spec.cases]
     cancel = cancel or threading.Event()
     with ThreadPoolExecutor(max_workers=concurrency or spec.concurrency, thread_name_prefix="experiment") as pool:
-        pending = {pool.submit(run_one, arm, branch, spec.grader) for arm, branch in tasks}
+        pending = {pool.submit(_unless_cancelled, cancel, arm, branch, spec.grader) for arm, branch in tasks}
         try:
             done = _store_as_finished(store, experiment_pk, trial, pending, len(tasks), progress, cancel)
         except BaseException:  # an interrupt or a failed write: runs not started never start
@@ -110,12 +110,17 @@ def run_trial(store, experiment_pk, spec, branches, *, concurrency=None, progres
     return trial, done < len(tasks)
 
 
+def _unless_cancelled(cancel, arm, branch, grader):
+    """``run_one``, or None when the experiment was cancelled before this run could start."""
+    return None if cancel.is_set() else run_one(arm, branch, grader)
+
+
 def _store_as_finished(store, experiment_pk, trial, pending, total, progress, cancel):
     done = 0
     while pending:
         finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
         for future in finished:
-            if future.cancelled():
+            if future.cancelled() or future.result() is None:
                 continue
             run = future.result() | {"trial": trial}
             store.experiments.add_run(experiment_pk, run)

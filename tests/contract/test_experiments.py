@@ -267,3 +267,32 @@ def test_hostile_text_in_a_spec_is_stored_and_shown_as_text(samples):
     assert experiments.get("sample").description == spec["description"]
     assert "<script>" not in experiments.get("sample")._repr_html_()
     assert results.runs[0]["scores"][0]["question"] == spec["cases"][0]["probes"][0]["question"]
+
+
+def test_a_background_job_counts_its_runs_and_a_cancel_before_any_finished_keeps_nothing(samples):
+    experiments = Experiments(samples)
+    job = experiments.start(sample_spec())
+    assert job.wait(timeout=60) and job.error is None
+    assert (job.done, job.total, job.trial) == (12, 12, 1) and job.results.complete
+    with pytest.raises(InvalidInputError, match="no session 'gone'"):
+        experiments.start(sample_spec(cases=[{**sample_spec()["cases"][1], "session": "gone"}]))
+    cancel = threading.Event()
+    cancel.set()
+    results = experiments.run(sample_spec(), concurrency=1, cancel=cancel)
+    assert results.trial == 2 and not results.complete and results.runs == []
+
+
+def test_a_run_keeps_its_branch_messages_by_reference_and_says_when_one_is_gone(samples):
+    experiments = Experiments(samples)
+    results = experiments.run(sample_spec(strategies=("none", "window")))
+    session = Session.open(samples, "support-order-4471", agent_id="support-bot")
+    full = results.run("full-history", "support")
+    assert experiments.context(full) == session.get_history()
+    stored = samples.experiments.run_context(full["pk"])
+    assert all(set(message) == {"ref"} for message in stored)  # no copy of the session in the run
+    window = results.run("window-8k", "support")
+    assert window["tokens_after"] <= window["tokens_before"]  # kept messages count as stored, not re-rendered
+    session.delete_messages([session.get_history()[-1]["id"]])
+    rebuilt = experiments.context(full)
+    assert "is no longer stored in its session" in rebuilt[-1]["parts"][0]["text"]
+    assert rebuilt[:-1] == session.get_history()
