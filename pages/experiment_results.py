@@ -55,7 +55,7 @@ def results_panel(experiments, name, trials, stamp, branches):
     if not trials:
         st.info("Not run yet. Check the arms and the cases in their tabs, then press **Run** above. Arms that need "
                 "no model (none, window, truncate, extractive) finish in about a second; a summarize arm calls its "
-                "model once per case.")
+                "model for each case (a span longer than half its window in several requests).")
         return
     numbers = list(range(trials, 0, -1))  # a trial number is taken by its first stored run, so none is skipped
     pick, versus = st.columns(2)

@@ -1,6 +1,8 @@
 import pandas as pd
 import streamlit as st
 
+from memorylab import DamagedRowError
+from memorylab.history.overlays import is_summary_message
 from memorylab.lab.frames import to_dataframe
 from memorylab.lab.treeview import SessionTree, preview
 from memorylab.lab.viz import VIEW_COLUMNS, tree_layout_figure
@@ -22,6 +24,19 @@ def tree_view(key, _tree, leaf_id, overlays, opened, focus):
     """(layout, figure, overlaid history) of one way of looking at the tree: read-only, shared."""
     layout = _tree.layout(overlays, active_leaf=leaf_id, opened=opened)
     return layout, tree_layout_figure(layout, focus=focus), _tree.history(leaf_id, overlays)
+
+
+def shown_messages(session, outlined):
+    """The stored messages of the path rows on show (the tree holds outlines: no tool inputs or dates);
+    a summary, or a row that cannot be read in full, shows as outlined."""
+    return [message if is_summary_message(message) else stored_or(session, message) for message in outlined]
+
+
+def stored_or(session, outlined):
+    try:
+        return session.get_message(outlined["id"]) or outlined
+    except DamagedRowError:
+        return outlined
 
 
 def choose_leaf(leaf_id):
@@ -91,7 +106,7 @@ if branch_names[chosen] != leaf_id:
 
 st.subheader("Active path")
 shown = st.session_state.setdefault("tree_path_rows", PATH_PAGE)
-window = history[-shown:]
+window = shown_messages(session, history[-shown:])
 path_table = to_dataframe(Messages(window))[["id", "role", "text", "tools", "tokens", "created_at"]]
 path_table["children"] = [len(tree.children.get(m["id"], ())) for m in window]
 st.dataframe(path_table, hide_index=True, width="stretch",

@@ -77,7 +77,9 @@ class SessionTree:
 
     @classmethod
     def of(cls, session):
-        return cls(session.get_all_messages())
+        """The tree of ``session`` from its outline (``SessionStorage.outline``): what drawing needs,
+        without decoding every message's stored parts."""
+        return cls(session.storage.outline())
 
     def __len__(self):
         return len(self.messages)
@@ -95,7 +97,8 @@ class SessionTree:
         return path[::-1]
 
     def history(self, leaf_id, overlays=()):
-        """What ``Session.get_history`` returns for ``leaf_id``, from the messages already read."""
+        """The path ``Session.get_history`` reads for ``leaf_id`` (same ids, roles, tokens and summaries),
+        built from the messages the tree holds: outlined ones for ``SessionTree.of``."""
         return apply_overlays([self.messages[i] for i in self.path_to(leaf_id)], overlays)
 
     def runs(self, overlays=(), min_run=6):

@@ -69,6 +69,9 @@ class SessionStorage(Protocol):
     def all(self) -> list[dict]:
         """Every message, parents before children."""
 
+    def outline(self) -> list[dict]:
+        """Every message as drawn: id, parent_id, role, tokens, created_at, its text as parts; parents first."""
+
     def count(self) -> int: ...
 
     def update(self, message: dict) -> dict:

@@ -1,8 +1,8 @@
 
 import pytest
 
-from memorylab import Session, load_samples
-from memorylab.lab.treeview import SessionTree
+from memorylab import Session, load_samples, message_text
+from memorylab.lab.treeview import SessionTree, preview
 from memorylab.lab.viz import budget_figure, context_window_figure, tree_figure
 
 from tests.helpers import text_message
@@ -32,8 +32,23 @@ def test_the_tree_reads_what_the_session_reads(trip):
     tree = SessionTree.of(trip)
     assert tree.leaves() == [m["id"] for m in trip.get_leaves()]
     for leaf in tree.leaves():
-        assert tree.history(leaf, trip.get_compactions()) == trip.get_history(leaf)
+        outlined, read = tree.history(leaf, trip.get_compactions()), trip.get_history(leaf)
+        assert [(m["id"], m["role"], m["tokens"], message_text(m)) for m in outlined] == \
+            [(m["id"], m["role"], m["tokens"], message_text(m)) for m in read]
     assert {i: len(c) for i, c in tree.children.items() if c} == trip.get_child_counts()
+
+
+def test_the_outline_decodes_only_messages_without_text(session):
+    session.append_message({"role": "user", "content": "look this up"})
+    call = {"type": "tool-search", "toolCallId": "c1", "state": "output-available", "input": {"q": "x"},
+            "output": "found"}
+    session.append_message({"role": "assistant", "parts": [call]})
+    session.append_message({"role": "assistant", "parts": [{"type": "reasoning", "text": "hm"},
+                                                           {"type": "text", "text": "Found it."}]})
+    outline = session.storage.outline()
+    assert [m["parts"] for m in outline] == [[{"type": "text", "text": "look this up"}], [call],
+                                             [{"type": "text", "text": "Found it."}]]
+    assert [preview(m) for m in outline] == ["look this up", "[tool tool-search]", "Found it."]
 
 
 def test_overlay_band_covers_its_range_and_hover_is_escaped(session):
