@@ -950,6 +950,7 @@ HISTORY_TARGET = 1.5
 APPEND_TARGET = 1.3
 """An append to the long session at most 1.3x one to a new session in the same store."""
 SCALE_APPENDS = 200
+SCALE_APPEND_BATCH = 20
 SCALE_READS = 5
 BACKENDS = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
 
@@ -1013,13 +1014,22 @@ def measure_scale(target, *, pages=True, appends=True, rounds=5):
         results["history"] = (statistics.median(reads), HISTORY_TARGET * statistics.median(flat))
         if appends:
             fresh = Session.create(store, f"scale-append-{uuid.uuid4().hex[:8]}", agent_id=LONG_SESSION[1])
-            messages = openai_messages(SCALE_APPENDS)
+            messages = openai_messages(SCALE_APPENDS + SCALE_APPEND_BATCH)
 
             def appender(chat):
                 return lambda batch: timed(lambda: [chat.append_message(m) for m in batch])
 
-            appended = interleave_batches({"long": appender(session), "fresh": appender(fresh)}, batched(messages, 20))
-            long, new = (sum(appended[name]) / SCALE_APPENDS for name in ("long", "fresh"))
+            # One untimed batch each first: the first writes after opening a freshly built store pay for
+            # its pages and its pending WAL, which is not what an agent meets turn after turn.
+            warm_up, measured = messages[:SCALE_APPEND_BATCH], messages[SCALE_APPEND_BATCH:]
+            for chat in (session, fresh):
+                appender(chat)(warm_up)
+            appended = interleave_batches({"long": appender(session), "fresh": appender(fresh)},
+                                          batched(measured, SCALE_APPEND_BATCH))
+            # Medians of batches: a WAL checkpoint or a search index merge is work of the whole store,
+            # paid every few batches by whichever session's append happens to trigger it; means would
+            # charge it to one contender by the rhythm of the interleaving.
+            long, new = (statistics.median(appended[name]) / SCALE_APPEND_BATCH for name in ("long", "fresh"))
             results["append"] = (long, APPEND_TARGET * new)
     return results, path_length
 
@@ -1047,8 +1057,9 @@ def scale_rows(measured, path_length, store_size):
                     f"read flat and decoded ({against(HISTORY_TARGET, limits)})")
         else:
             target = f"<= {APPEND_TARGET}x new session"
-            unit = (f"per append to the long session, {SCALE_APPENDS} appends, vs one to a new session in the "
-                    f"same store ({against(APPEND_TARGET, limits)})")
+            unit = (f"per append to the long session, median of {SCALE_APPENDS // SCALE_APPEND_BATCH} batches of "
+                    f"{SCALE_APPEND_BATCH} interleaved with a new session's in the same store "
+                    f"({against(APPEND_TARGET, limits)})")
         rows.append(ScaleRow(name, target, unit, seconds, limits))
     return rows
 

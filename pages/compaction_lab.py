@@ -82,6 +82,10 @@ def shortened_messages(branch, settings, _history):
     return [(before, after) for before, after in zip(_history, truncated) if before is not after]
 
 
+PROMPT_PREVIEW_CHARS = 20_000
+"""Characters of the summary prompt drawn on the page: a long branch's prompt runs to megabytes."""
+
+
 def setting_controls(prefix, container):
     """One set of plan settings as widgets (seeded by ``seed_settings``); returns the settings dict."""
     columns = container.columns(3)
@@ -146,7 +150,12 @@ with preview_tab:
         if plan.previous_summary:
             st.info("An earlier summary lies in this span: the model is asked to update it, not start over.")
         with st.expander("The exact prompt"):
-            st.code(plan.prompt, language=None, wrap_lines=True)
+            shown = plan.prompt[:PROMPT_PREVIEW_CHARS]
+            st.code(shown, language=None, wrap_lines=True)
+            if len(shown) < len(plan.prompt):
+                st.caption(f"The first {len(shown):,} of {len(plan.prompt):,} characters.")
+                st.download_button("Download the whole prompt", plan.prompt, "summary-prompt.txt", "text/plain",
+                                   on_click="ignore", icon="⬇️")
         if st.button("Run the summarizer", type="primary"):
             with st.status(f"Summarizing {len(plan.middle)} messages with {summarizer_model}…", expanded=True) as status:
                 try:
