@@ -100,8 +100,12 @@ class Experiments:
         check_integer(concurrency, "concurrency", minimum=1, optional=True)
         branches = resolve_cases(self.store, spec)
         pk = self.store.experiments.save(self.tenant_id, _definition(spec), now=utc_now_iso())
-        trial, _ = run_trial(self.store, pk, spec, branches, concurrency=concurrency, progress=progress, cancel=cancel)
-        return self._results(spec, pk, trial, allow_empty=True)
+        trial, runs = run_trial(self.store, pk, spec, branches, concurrency=concurrency, progress=progress,
+                                cancel=cancel)
+        arms = {arm.name: position for position, arm in enumerate(spec.arms)}
+        cases = {case.name: position for position, case in enumerate(spec.cases)}
+        runs.sort(key=lambda run: (arms[run["arm"]], cases[run["case_name"]]))  # the order a read gives
+        return self._results(spec, trial, runs)
 
     def start(self, spec, *, concurrency=None) -> ExperimentJob:
         """``run`` on a background thread: the returned job counts ``done`` of ``total`` runs, can be
@@ -122,7 +126,10 @@ class Experiments:
             trial = self.store.experiments.next_trial(definition["pk"]) - 1
             if trial == 0:
                 raise NotFoundError(f"experiment {name!r} has not been run yet")
-        return self._results(_spec(definition), definition["pk"], trial)
+        runs = self.store.experiments.runs(definition["pk"], trial=trial)
+        if not runs:
+            raise NotFoundError(f"experiment {name!r} has no trial {trial}")
+        return self._results(_spec(definition), trial, runs)
 
     def compare(self, name, first_trial, second_trial) -> pd.DataFrame:
         """Two trials of ``name`` side by side (``compare_trials``)."""
@@ -154,11 +161,8 @@ class Experiments:
             raise NotFoundError(f"no experiment named {name!r} in tenant {self.tenant_id!r}")
         return definition
 
-    def _results(self, spec, pk, trial, *, allow_empty=False) -> ExperimentResults:
-        """A trial's results; one cancelled before any run finished is empty only when just run."""
-        runs = self.store.experiments.runs(pk, trial=trial)
-        if not runs and not allow_empty:
-            raise NotFoundError(f"experiment {spec.name!r} has no trial {trial}")
-        return ExperimentResults(spec.name, trial, runs,
-                                 thresholds={arm.name: spec.threshold(arm) for arm in spec.arms},
+    @staticmethod
+    def _results(spec, trial, runs) -> ExperimentResults:
+        thresholds = {arm.name: spec.threshold(arm) for arm in spec.arms}
+        return ExperimentResults(spec.name, trial, runs, thresholds=thresholds,
                                  expected_runs=len(spec.arms) * len(spec.cases))

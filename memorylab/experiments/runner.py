@@ -91,8 +91,9 @@ def referenced_context(context, history) -> list[dict]:
     return [{"ref": message["id"]} if id(message) in kept else message for message in context]
 
 
-def run_trial(store, experiment_pk, spec, branches, *, concurrency=None, progress=None, cancel=None) -> tuple[int, bool]:
-    """Run every arm on every case as the experiment's next trial. Returns ``(trial, cancelled)``.
+def run_trial(store, experiment_pk, spec, branches, *, concurrency=None, progress=None, cancel=None) -> tuple[int, list]:
+    """Run every arm on every case as the experiment's next trial. Returns ``(trial, runs)``: the runs
+    stored, each as ``store.experiments.runs`` reads it back (its key, no context), in the order they finished.
 
     ``progress(done, total, run)`` is called after each run is stored; setting the ``cancel`` event
     stops runs that have not started (those running finish and are kept).
@@ -103,11 +104,11 @@ def run_trial(store, experiment_pk, spec, branches, *, concurrency=None, progres
     with ThreadPoolExecutor(max_workers=concurrency or spec.concurrency, thread_name_prefix="experiment") as pool:
         pending = {pool.submit(_unless_cancelled, cancel, arm, branch, spec.grader) for arm, branch in tasks}
         try:
-            done = _store_as_finished(store, experiment_pk, trial, pending, len(tasks), progress, cancel)
+            runs = _store_as_finished(store, experiment_pk, trial, pending, len(tasks), progress, cancel)
         except BaseException:  # an interrupt or a failed write: runs not started never start
             pool.shutdown(wait=False, cancel_futures=True)
             raise
-    return trial, done < len(tasks)
+    return trial, runs
 
 
 def _unless_cancelled(cancel, arm, branch, grader):
@@ -116,18 +117,18 @@ def _unless_cancelled(cancel, arm, branch, grader):
 
 
 def _store_as_finished(store, experiment_pk, trial, pending, total, progress, cancel):
-    done = 0
+    stored = []
     while pending:
         finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
         for future in finished:
             if future.cancelled() or future.result() is None:
                 continue
             run = future.result() | {"trial": trial}
-            store.experiments.add_run(experiment_pk, run)
-            done += 1
+            pk = store.experiments.add_run(experiment_pk, run)
+            stored.append({"pk": pk} | {key: value for key, value in run.items() if key != "context"})
             if progress is not None:
-                progress(done, total, run)
+                progress(len(stored), total, run)
         if cancel.is_set():
             for future in pending:
                 future.cancel()
-    return done
+    return stored

@@ -136,11 +136,14 @@ class ExperimentRecords(Repository):
         )
         return [dict(row) for row in rows]
 
-    def add_run(self, experiment_pk, run) -> None:
-        """Store one arm's run on one case: ``run`` has every key of ``RUN_COLUMNS``."""
+    def add_run(self, experiment_pk, run) -> int:
+        """Store one arm's run on one case (``run`` has every key of ``RUN_COLUMNS``); returns its key."""
         values = [dumps(run[c]) if c in _RUN_JSON and run[c] is not None else run[c] for c in RUN_COLUMNS]
         with self.transaction() as conn:
-            insert_rows(conn, "experiment_runs", ("experiment_pk", *RUN_COLUMNS), [(experiment_pk, *values)])
+            return conn.execute(
+                f"INSERT INTO experiment_runs (experiment_pk, {', '.join(RUN_COLUMNS)})"
+                f" VALUES ({', '.join('?' * (len(RUN_COLUMNS) + 1))}) RETURNING pk", (experiment_pk, *values),
+            ).fetchone()[0]
 
     def runs(self, experiment_pk, *, trial=None, with_context=False) -> list[dict]:
         """Runs by trial, arm position and case position (``trial`` None: every trial). The context,

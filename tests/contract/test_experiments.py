@@ -101,6 +101,7 @@ def test_arms_are_scored_by_their_probes_and_the_scores_discriminate(samples):
         assert board[arm]["score"] < 1.0 and board[arm]["tokens_after"] < board[arm]["tokens_before"]
     assert board["extractive"]["score"] != board["window-8k"]["score"]
     assert results.complete and len(results.runs) == 4 * 3
+    assert experiments.results("sample").runs == results.runs  # what a run returns is what reads back
     missed = results.missed_probes("window-8k")
     assert len(missed) > 0 and set(missed["case"]) <= {"migration", "support", "coding"}
     first = missed.iloc[0]
