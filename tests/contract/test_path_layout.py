@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from memorylab import Session, Store, export_session, import_session
 from memorylab.check import WARNING, check_database
+from memorylab.store.schema import TABLES
 from tests.helpers import examples, ids, text_message
 
 WALK = "path(seq, parent_id, depth)"
@@ -128,9 +129,12 @@ def test_opening_a_file_of_the_previous_schema_lays_out_its_branches(tmp_path):
     with Store(path) as store:
         session = Session.create(store, "s1")
         grow(session, BRANCHED)
-    with sqlite3.connect(path) as conn:  # back to the previous schema, which had no flags
+    with sqlite3.connect(path) as conn:  # back to the schema before stretches: no flags, no experiments
         conn.execute("DROP INDEX messages_stretch")
         conn.execute("ALTER TABLE messages DROP COLUMN continues")
+        for table in reversed(TABLES):
+            if table.name.startswith("experiment"):
+                conn.execute(f"DROP TABLE {table.name}")
         conn.execute("PRAGMA user_version = 6")
     with Store(path) as store:
         assert continuing(store, session) == CONTINUING
