@@ -15,6 +15,7 @@ from .history.compaction import (
 )
 from .history.overlays import apply_overlays
 from .history.session import Session
+from .history.tool_pairs import lint_tool_pairs
 from .history.truncation import enforce_row_size_limit, truncate_older_messages
 from .history.window import ContextWindow
 
@@ -73,7 +74,8 @@ __all__ = [
     "Store",
     # history
     "CompactionContext", "CompactionPlan", "ContextWindow", "Session", "apply_overlays", "build_summary_prompt",
-    "create_compact_function", "enforce_row_size_limit", "plan_compaction", "truncate_older_messages",
+    "create_compact_function", "enforce_row_size_limit", "lint_tool_pairs", "plan_compaction",
+    "truncate_older_messages",
     # context blocks
     "FileProvider", "SkillDirectoryProvider", "SqliteSearchProvider", "StaticProvider", "Tool",
     "render_system_prompt",

@@ -8,6 +8,8 @@ apply, a stale pointer). Nothing is repaired; where the repair is simple, the fi
 from dataclasses import dataclass
 
 from .errors import StoreError
+from .history.session import Session
+from .history.tool_pairs import lint_tool_pairs
 
 ERROR, WARNING = "error", "warning"
 EXAMPLES = 5
@@ -130,6 +132,21 @@ def _latest_leaves(store):
                             f"not under the newest message {row['newest_id']!r}")
 
 
+def _tool_pairs(store):
+    for row in store.sessions.list():
+        session = Session.open(store, row["session_id"], tenant_id=row["tenant_id"], agent_id=row["agent_id"])
+        found = lint_tool_pairs(session)
+        if found:
+            yield WARNING, (f"{_session(row)}: {_plural(len(found), 'tool-pair problem')} that a provider would "
+                            "refuse (ChatRunner(..., repair_tool_pairs=True) repairs them in the request): "
+                            + _examples(found, _tool_pair_example))
+
+
+def _tool_pair_example(finding):
+    where = f"{finding.kind} at {', '.join(map(repr, finding.message_ids))}"
+    return where + (f" ({finding.paths} paths)" if finding.paths > 1 else "") + f": {finding.detail}"
+
+
 CHECKS = (
     ("integrity", "the engine's own integrity check (SQLite: pages, indexes, constraints)", _integrity),
     ("full-text", "every search index matches the rows it indexes", _full_text),
@@ -139,6 +156,7 @@ CHECKS = (
     ("branch layout", "every branch reads as a few stretches of messages", _stretches),
     ("overlays", "every overlay's ends exist on one path", _overlays),
     ("latest leaf", "each session appends under its newest message", _latest_leaves),
+    ("tool pairs", "every tool call on a path has its result and every result its call", _tool_pairs),
 )
 
 

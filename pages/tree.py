@@ -2,6 +2,7 @@ import pandas as pd
 import streamlit as st
 
 from memorylab import DamagedRowError
+from memorylab.history.tool_pairs import lint_tree
 from memorylab.history.overlays import is_summary_message
 from memorylab.lab.frames import to_dataframe
 from memorylab.lab.treeview import SessionTree, preview
@@ -19,11 +20,18 @@ def session_tree(key, _session):
     return SessionTree.of(_session)
 
 
+@st.cache_resource(max_entries=4, show_spinner="Checking tool calls and results…")
+def tool_pair_findings(key, _tree, _overlays):
+    """The tool-pair lint of the tree already read (its outline keeps every tool part), once per
+    version of the session: read-only."""
+    return lint_tree(list(_tree.messages.values()), _overlays)
+
+
 @st.cache_resource(max_entries=16, show_spinner=False)
-def tree_view(key, _tree, leaf_id, overlays, opened, focus):
+def tree_view(key, _tree, leaf_id, overlays, opened, focus, flagged):
     """(layout, figure, overlaid history) of one way of looking at the tree: read-only, shared."""
     layout = _tree.layout(overlays, active_leaf=leaf_id, opened=opened)
-    return layout, tree_layout_figure(layout, focus=focus), _tree.history(leaf_id, overlays)
+    return layout, tree_layout_figure(layout, focus=focus, flagged=flagged), _tree.history(leaf_id, overlays)
 
 
 def shown_messages(session, outlined):
@@ -58,7 +66,9 @@ key = branch_key(session, None)
 tree = session_tree(key, session)
 overlays = session.get_compactions()
 opened = tuple(st.session_state.get("tree_open_runs", ()))
-layout, figure, history = tree_view(key, tree, leaf_id, overlays, opened, st.session_state.get("tree_focus"))
+findings = tool_pair_findings(key, tree, overlays)
+flagged = frozenset(message_id for finding in findings for message_id in finding.message_ids)
+layout, figure, history = tree_view(key, tree, leaf_id, overlays, opened, st.session_state.get("tree_focus"), flagged)
 leaves = tree.leaves()
 
 left, middle, right, far = st.columns(4)
@@ -85,6 +95,18 @@ if clicked is not None:
         st.rerun()
     if clicked.id != leaf_id:
         choose_leaf(clicked.id)
+
+if findings:
+    with st.expander(f"Tool-pair problems ({len(findings)}): nodes outlined in red", expanded=True):
+        st.caption("A provider refuses a request whose history holds one of these; fix the named message, or chat "
+                   "with repair_tool_pairs=True to send the branch repaired.")
+        for number, finding in enumerate(findings):
+            text, button = st.columns([5, 1])
+            paths = f" · {finding.paths} paths" if finding.paths > 1 else ""
+            text.markdown(f"**{finding.kind}**{paths}")
+            text.text(finding.detail)  # names messages and calls as stored: shown as plain text
+            if button.button("Select its branch", key=f"tool_pair_{number}", disabled=finding.leaf_id == leaf_id):
+                choose_leaf(finding.leaf_id)
 
 if layout.runs:
     st.session_state["tree_open_runs"] = [run for run in opened if run in layout.runs]

@@ -8,6 +8,8 @@ from .treeview import SessionTree
 ROLE_COLORS = {"user": "#2563eb", "assistant": "#16a34a", "tool": "#ea580c", "system": "#6b7280",
                "group": "#a855f7"}
 ACTIVE_EDGE = "#f59e0b"
+FLAGGED_OUTLINE = "#dc2626"
+"""The outline of a node holding a message with a finding (``lint_tool_pairs``)."""
 
 
 def _hover(text, width=80):
@@ -35,11 +37,12 @@ VIEW_COLUMNS = 48
 """Columns a wide tree shows at first; the range slider under it pans over the rest."""
 
 
-def tree_layout_figure(layout, *, focus=None, height=None):
+def tree_layout_figure(layout, *, focus=None, height=None, flagged=frozenset()):
     """Draw a ``TreeLayout``. Each point's ``customdata`` is its node's id (a message id; for a
     collapsed run, its first message), so ``st.plotly_chart(..., on_select="rerun")`` can select a
     message or open a run. A tree wider than ``VIEW_COLUMNS`` opens centred on ``focus`` (a node id;
-    default the active leaf), with a range slider under it that shows and pans the whole tree."""
+    default the active leaf), with a range slider under it that shows and pans the whole tree.
+    Nodes holding a message of ``flagged`` (ids, e.g. of tool-pair findings) get a red outline."""
     # Traces and shapes as plain dicts, validated once by the Figure: add_trace would copy each again.
     traces, shapes = [], []
     for band in layout.bands:
@@ -64,6 +67,7 @@ def tree_layout_figure(layout, *, focus=None, height=None):
             "type": "scatter", "x": xs, "y": ys, "mode": "lines", "hoverinfo": "skip", "showlegend": False,
             "line": {"color": ACTIVE_EDGE if on_path else "#cbd5e1", "width": 3 if on_path else 1.2},
         })
+    marked = {n.id for n in layout.nodes.values() if flagged and not flagged.isdisjoint(n.members)}
     for role, color in ROLE_COLORS.items():
         nodes = [n for n in layout.nodes.values() if n.role == role]
         if not nodes:
@@ -74,13 +78,16 @@ def tree_layout_figure(layout, *, focus=None, height=None):
             # A run's square is labelled with how many messages it holds.
             "mode": "markers+text" if role == "group" else "markers", "textposition": "top center",
             "text": [len(n.members) for n in nodes] if role == "group" else None, "textfont": {"size": 10},
-            "hovertext": [_hover(f"{n.id if not n.is_group else 'click to open:'} [{n.role}, {n.tokens} tokens] "
+            "hovertext": [_hover(f"{'tool-pair problem: ' if n.id in marked else ''}"
+                                 f"{n.id if not n.is_group else 'click to open:'} [{n.role}, {n.tokens} tokens] "
                                  f"{n.text}") for n in nodes],
             "hoverinfo": "text",
             "marker": {
                 "color": color, "size": [14 if n.is_group else (11 if n.children > 1 else 8) for n in nodes],
                 "symbol": ["square" if n.is_group else ("diamond" if n.children > 1 else "circle") for n in nodes],
-                "line": {"color": [ACTIVE_EDGE if n.on_active_path else "white" for n in nodes], "width": 2},
+                "line": {"color": [FLAGGED_OUTLINE if n.id in marked else ACTIVE_EDGE if n.on_active_path else "white"
+                                   for n in nodes],
+                         "width": [4 if n.id in marked else 2 for n in nodes]},
             },
         })
     xaxis = {"visible": False}

@@ -18,6 +18,7 @@ from ..memory.longterm import render_memory_block
 from ..messages import message_text, to_openai, utc_now_iso
 from ..shapes import Message
 from ..tokens import compact_json
+from ..history.tool_pairs import REJECTED_KINDS, lint_path, repair_path
 from ..history.truncation import truncate_older_messages
 from ..validation import check_integer
 
@@ -40,10 +41,13 @@ class ChatRunner:
     ``long_term`` is optional: an object with ``prepare_request(session_id, prompt)`` returning
     ``{"memories": [...]}`` (injected as a second system message) and
     ``after_turn(session_id, user_content, assistant_content)``.
+    A history holding an orphaned tool call or result (``lint_path``) is refused with an
+    InvalidInputError naming the message to fix, since the provider would refuse it;
+    ``repair_tool_pairs=True`` sends it repaired instead (``repair_path``), leaving the stored messages as they are.
     """
 
     def __init__(self, session, *, model=None, long_term=None, max_tool_rounds=5, history_window=None,
-                 **completion_kwargs):
+                 repair_tool_pairs=False, **completion_kwargs):
         model = model or DEFAULT_LOCAL_MODEL
         check_request(model, completion_kwargs)
         reserved = sorted(set(RESERVED_KWARGS) & set(completion_kwargs))
@@ -54,6 +58,7 @@ class ChatRunner:
         self.long_term = long_term
         self.max_tool_rounds = check_integer(max_tool_rounds, "max_tool_rounds")
         self.history_window = check_integer(history_window, "history_window", minimum=1, optional=True)
+        self.repair_tool_pairs = bool(repair_tool_pairs)
         self.completion_kwargs = completion_kwargs
         self.last_request = None  # {"model", "messages", "tools", "memories"}: what the latest model call sent
         self.last_message = None  # the assistant message the latest turn stored
@@ -62,7 +67,8 @@ class ChatRunner:
 
     def send(self, text, *, leaf_id=None) -> Message:
         """Store ``text`` as a user message under ``leaf_id`` (default: the newest leaf), answer it,
-        and return the stored assistant message. A ModelError leaves the user message stored."""
+        and return the stored assistant message. A ModelError, or a history refused for an orphaned tool
+        call or result, leaves the user message stored."""
         return _run_to_end(self._answer(self._add_user(text, **_under(leaf_id)), stream=False))
 
     def stream(self, text, *, leaf_id=None) -> Generator[str, None, Message]:
@@ -113,7 +119,7 @@ class ChatRunner:
         """
         memories = self.recall(leaf_id)
         request = build_request(self.session, leaf_id, history=history, history_window=self.history_window,
-                                memories=memories)
+                                memories=memories, repair_tool_pairs=self.repair_tool_pairs)
         return {"model": self.model, **request, "memories": memories}
 
     def recall(self, leaf_id=None) -> list[dict]:
@@ -140,9 +146,12 @@ class ChatRunner:
         """The turn as a generator: yields text chunks when streaming, returns the stored answer."""
         started = time.perf_counter()
         turn = _Turn(self.model, stream)
+        history = self.session.get_history(user["id"])
+        if not self.repair_tool_pairs:
+            self._refuse_orphans(user, _windowed(history, self.history_window))
         try:
             tools = self.session.tools()
-            request = self.build_request(user["id"])
+            request = self.build_request(user["id"], history=history)
             messages, turn.memories = request["messages"], len(request["memories"])
             while True:
                 self.last_request = {"model": self.model, "messages": list(messages), "tools": request["tools"],
@@ -169,6 +178,17 @@ class ChatRunner:
         answer = self._store(user, turn, started)
         self._after_turn(user, answer)
         return answer
+
+    def _refuse_orphans(self, user, history):
+        """Raise before the model is called when ``history`` holds a call or result a provider refuses."""
+        orphans = [finding for finding in lint_path(history) if finding.kind in REJECTED_KINDS]
+        if not orphans:
+            return
+        message = (f"not sent: the history has {len(orphans)} orphaned tool call(s) or result(s) a provider would "
+                   f"refuse: {'; '.join(f.detail for f in orphans)} (or chat with repair_tool_pairs=True to send "
+                   "it repaired)")
+        self._record_error("tool_pairs", message, user_message_id=user["id"])
+        raise InvalidInputError(message)
 
     def _call(self, messages, tools, stream, turn, started):
         if not stream:
@@ -264,18 +284,21 @@ class _Turn:
         return metadata
 
 
-def build_request(session, leaf_id=None, *, history=None, history_window=None, memories=()) -> dict:
+def build_request(session, leaf_id=None, *, history=None, history_window=None, memories=(),
+                  repair_tool_pairs=False) -> dict:
     """The messages and tools a turn ending at ``leaf_id`` (default: the newest leaf) sends.
 
     ``{"messages", "tools"}``: the frozen system prompt (left out when empty), ``memories`` as a
     second system message (the first stays byte-identical, so the provider's prefix cache holds),
     then the overlaid history, cut to its last ``history_window`` messages and micro-compacted.
-    ``history`` is that overlaid history when the caller has already read it.
+    ``history`` is that overlaid history when the caller has already read it. ``repair_tool_pairs``
+    sends orphaned tool calls and results the way providers accept them (``repair_path``).
     """
     if history is None:
         history = session.get_history(leaf_id)
-    if history_window:
-        history = _recent(history, history_window)
+    history = _windowed(history, history_window)
+    if repair_tool_pairs:
+        history = repair_path(history)
     messages = []
     system_prompt = session.freeze_system_prompt()
     if system_prompt:
@@ -298,8 +321,11 @@ def _run_to_end(turn):
             return end.value
 
 
-def _recent(history, count):
-    """The last ``count`` messages, not starting with a tool result whose call was cut off."""
+def _windowed(history, count):
+    """The last ``count`` messages (all of them when ``count`` is None), not starting with a tool result
+    whose call was cut off."""
+    if not count:
+        return history
     recent = history[-count:]
     while recent and recent[0]["role"] == "tool":
         recent = recent[1:]

@@ -70,7 +70,8 @@ class SessionStorage(Protocol):
         """Every message, parents before children."""
 
     def outline(self) -> list[dict]:
-        """Every message as drawn: id, parent_id, role, tokens, created_at, its text as parts; parents first."""
+        """Every message as drawn and linted: id, parent_id, role, tokens, created_at, parts (its text as one
+        part unless it has no text or a tool part); parents first."""
 
     def count(self) -> int: ...
 

@@ -491,14 +491,16 @@ class SqlSessionStorage(Repository):
         return self._messages(rows)
 
     def outline(self) -> list[dict]:
-        """Every message as a tree drawing needs it, in insertion order: id, parent, role, tokens, time and
-        its text as one text part (metadata left empty). Only a message without text (a tool call, a tool result) has its stored
-        parts decoded, so outlining 20,000 messages skips most of the JSON a full read decodes."""
+        """Every message as a tree drawing and the tool-pair lint need it, in insertion order: id, parent,
+        role, tokens, time (metadata left empty) and its parts. Only messages without text or with a tool
+        part have their stored parts decoded; the others get their stored text as one text part, so
+        outlining 20,000 messages skips most of the JSON a full read decodes."""
         rows = self._store._all_tuples(
-            "SELECT id, parent_id, role, tokens, created_at, text, CASE WHEN text = '' THEN parts END FROM messages"
-            " WHERE session_pk = ? ORDER BY seq", (self.pk,))
+            "SELECT id, parent_id, role, tokens, created_at, text,"
+            " CASE WHEN text = '' OR parts LIKE '%\"toolCallId\"%' THEN parts END"
+            " FROM messages WHERE session_pk = ? ORDER BY seq", (self.pk,))
         return [{"id": message_id, "parent_id": parent_id, "role": role, "tokens": tokens, "created_at": created_at,
-                 "metadata": {}, "parts": [{"type": "text", "text": text}] if text else _outline_parts(parts)}
+                 "metadata": {}, "parts": [{"type": "text", "text": text}] if parts is None else _outline_parts(parts)}
                 for message_id, parent_id, role, tokens, created_at, text, parts in rows]
 
     def count(self) -> int:

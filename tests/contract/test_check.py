@@ -3,7 +3,7 @@ import sqlite3
 
 import pytest
 
-from memorylab import Store
+from memorylab import Session, Store
 from memorylab.check import ERROR, WARNING, check_database
 from memorylab.cli import main
 
@@ -40,7 +40,7 @@ def test_a_healthy_file_passes_and_the_command_exits_0(healthy, capsys):
     assert main(["check", str(healthy)]) == 0
     out = capsys.readouterr().out
     assert "2 sessions, 6 messages, 1 overlay" in out
-    assert out.count("  ok  ") == 8 and out.rstrip().endswith("no problems found")
+    assert out.count("  ok  ") == 9 and out.rstrip().endswith("no problems found")
 
 
 def delete_parent(path):
@@ -154,3 +154,18 @@ def test_overwritten_pages_are_reported_not_raised(healthy, capsys):
     assert main(["check", str(healthy)]) == 1
     out = capsys.readouterr().out
     assert "FAIL  integrity" in out and "sqlite3 FILE .recover" in out
+
+
+def test_tool_pair_problems_are_named_per_session_with_kind_and_messages(healthy, capsys):
+    with Store(healthy) as store:
+        session = Session.open(store, "s1")
+        session.append_message({"id": "t1", "role": "tool", "parts": [
+            {"type": "tool-read", "toolCallId": "c1", "toolName": "read", "output": "text",
+             "state": "output-available"}]}, parent_id="m3")
+    [finding] = findings(healthy)
+    assert (finding.check, finding.severity) == ("tool pairs", WARNING)
+    assert main(["check", str(healthy)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  tool pairs" in out and out.count("  ok  ") == 8
+    assert "session 's1': 1 tool-pair problem" in out and "orphan_result at 't1'" in out
+    assert "delete the result in t1" in out

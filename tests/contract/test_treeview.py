@@ -38,17 +38,19 @@ def test_the_tree_reads_what_the_session_reads(trip):
     assert {i: len(c) for i, c in tree.children.items() if c} == trip.get_child_counts()
 
 
-def test_the_outline_decodes_only_messages_without_text(session):
+def test_the_outline_decodes_only_messages_without_text_or_with_a_tool_part(session):
     session.append_message({"role": "user", "content": "look this up"})
     call = {"type": "tool-search", "toolCallId": "c1", "state": "output-available", "input": {"q": "x"},
             "output": "found"}
     session.append_message({"role": "assistant", "parts": [call]})
     session.append_message({"role": "assistant", "parts": [{"type": "reasoning", "text": "hm"},
                                                            {"type": "text", "text": "Found it."}]})
+    said_and_called = [{"type": "text", "text": "Checking again."}, {**call, "toolCallId": "c2"}]
+    session.append_message({"role": "assistant", "parts": said_and_called})
     outline = session.storage.outline()
     assert [m["parts"] for m in outline] == [[{"type": "text", "text": "look this up"}], [call],
-                                             [{"type": "text", "text": "Found it."}]]
-    assert [preview(m) for m in outline] == ["look this up", "[tool tool-search]", "Found it."]
+                                             [{"type": "text", "text": "Found it."}], said_and_called]
+    assert [preview(m) for m in outline] == ["look this up", "[tool tool-search]", "Found it.", "Checking again."]
 
 
 def test_overlay_band_covers_its_range_and_hover_is_escaped(session):
