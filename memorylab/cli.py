@@ -61,8 +61,8 @@ def build_parser():
     stats.add_argument("--agent", help="only this agent")
     stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
-    check = command("check", help="check a database: engine integrity, search indexes, orphaned rows, "
-                                  "parent loops, overlays; exits 1 when anything is wrong")
+    check = command("check", help="check a database: engine integrity, search indexes, orphaned rows, parent "
+                                  "loops, overlays, tool calls without results; exits 1 when anything is wrong")
     check.add_argument("db", nargs="?", default=argparse.SUPPRESS, metavar="DB",
                        help="the database file or postgresql:// URL (default: --db)")
 

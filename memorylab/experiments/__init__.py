@@ -12,6 +12,8 @@ from .spec import (PROBE_KINDS, STRATEGY_DEFAULTS, STRATEGY_HELP, Arm, Case, Exp
                    parse_spec, parse_spec_yaml)
 from .strategies import default_tail_budget, plan_for, register_window_handler
 
-__all__ = ["PROBE_KINDS", "STRATEGY_DEFAULTS", "STRATEGY_HELP", "Arm", "Case", "ExperimentResults", "ExperimentSpec",
-           "ExperimentJob", "Experiments", "Grader", "Probe", "compare_trials", "default_tail_budget", "load_spec", "parse_spec",
-           "parse_spec_yaml", "plan_for", "propose_probes", "register_window_handler"]
+__all__ = [
+    "PROBE_KINDS", "STRATEGY_DEFAULTS", "STRATEGY_HELP", "Arm", "Case", "ExperimentJob", "ExperimentResults",
+    "ExperimentSpec", "Experiments", "Grader", "Probe", "compare_trials", "default_tail_budget", "load_spec",
+    "parse_spec", "parse_spec_yaml", "plan_for", "propose_probes", "register_window_handler",
+]

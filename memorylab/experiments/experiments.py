@@ -1,7 +1,7 @@
 """``Experiments``: a tenant's experiments in a store, saved, run and read back."""
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ..errors import NotFoundError
 from ..history.session import Session
@@ -12,6 +12,9 @@ from .job import ExperimentJob
 from .results import ExperimentResults, compare_trials
 from .runner import resolve_cases, run_trial
 from .spec import ExperimentSpec, load_spec, parse_spec
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _definition(spec) -> dict:

@@ -6,9 +6,12 @@ in the arm's ``errors``, so a regression check never passes on an arm that did n
 from __future__ import annotations
 
 import json
+import math
 import statistics
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 RUN_COLUMNS = ("arm", "strategy", "case", "score", "tokens_before", "tokens_after", "tokens_saved", "saved_pct",
                "summary_tokens", "cost", "latency_s", "model", "error")
@@ -54,6 +57,8 @@ class ExperimentResults:
 
     def runs_frame(self) -> pd.DataFrame:
         """One row per run (arm on case)."""
+        import pandas as pd
+
         rows = []
         for run in self.runs:
             saved = run["tokens_before"] - run["tokens_after"] if run["error"] is None else None
@@ -68,6 +73,8 @@ class ExperimentResults:
 
     def probes_frame(self) -> pd.DataFrame:
         """One row per probe of each run: its score and the facts the context missed."""
+        import pandas as pd
+
         rows = [
             {"arm": run["arm"], "case": run["case_name"], "probe": s["probe"], "kind": s["kind"], "score": s["score"],
              "fact_score": s["fact_score"], "graded_score": s.get("graded_score"), "missed": ", ".join(s["missed"]),
@@ -106,6 +113,8 @@ class ExperimentResults:
 
     def leaderboard(self) -> pd.DataFrame:
         """``arm_summaries`` as a table, best score first (ties: fewer tokens after)."""
+        import pandas as pd
+
         frame = pd.DataFrame(self.arm_summaries(), columns=LEADERBOARD_COLUMNS)
         return frame.sort_values(["score", "tokens_after"], ascending=[False, True], kind="stable").reset_index(drop=True)
 
@@ -148,7 +157,7 @@ class ExperimentResults:
         lines = ["| arm | strategy | score | spread | tokens before | tokens after | saved | cost | errors |",
                  "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
         for row in self.leaderboard().to_dict("records"):
-            cost = "n/a" if row["cost"] is None or pd.isna(row["cost"]) else f"{row['cost']:.4f}"
+            cost = "n/a" if _missing(row["cost"]) else f"{row['cost']:.4f}"
             lines.append(f"| {row['arm']} | {row['strategy']} | {row['score']:.2f} | {row['spread']:.2f} | "
                          f"{_count(row['tokens_before'])} | {_count(row['tokens_after'])} | "
                          f"{_pct(row['saved_pct'])} | {cost} | {row['errors']} |")
@@ -168,6 +177,8 @@ class ExperimentResults:
 def compare_trials(first, second) -> pd.DataFrame:
     """Each arm on each case in two trials (``ExperimentResults``) side by side, with the change in
     score and in tokens after. Arms or cases only one trial has show with the other side empty."""
+    import pandas as pd
+
     rows = []
     keys = list(dict.fromkeys((r["arm"], r["case_name"]) for r in [*first.runs, *second.runs]))
     for arm, case in keys:
@@ -187,9 +198,14 @@ def _percent(part, whole):
     return None if part is None or not whole else round(100 * part / whole, 1)
 
 
+def _missing(value):
+    """None, or the NaN a DataFrame puts in an empty number cell."""
+    return value is None or isinstance(value, float) and math.isnan(value)
+
+
 def _count(value):
-    return "" if value is None or pd.isna(value) else f"{int(value):,}"
+    return "" if _missing(value) else f"{int(value):,}"
 
 
 def _pct(value):
-    return "" if value is None or pd.isna(value) else f"{value:.0f}%"
+    return "" if _missing(value) else f"{value:.0f}%"

@@ -76,7 +76,8 @@ def run_one(arm, branch, grader=None) -> dict:
         usage["grading"] = grading["usage"]
         cost = None if cost is None or grading["cost"] is None else cost + grading["cost"]
     run.update(
-        context=referenced_context(output.context, branch.history), summary=output.summary, request=output.request, scores=scores,
+        context=referenced_context(output.context, branch.history), summary=output.summary,
+        request=output.request, scores=scores,
         score=sum(s["score"] for s in scores) / len(scores), tokens_before=output.tokens_before,
         tokens_after=output.tokens_after, summary_tokens=output.summary_tokens, usage=usage, cost=cost,
         latency=output.latency, model=output.model, finished_at=utc_now_iso(),
@@ -91,7 +92,8 @@ def referenced_context(context, history) -> list[dict]:
     return [{"ref": message["id"]} if id(message) in kept else message for message in context]
 
 
-def run_trial(store, experiment_pk, spec, branches, *, concurrency=None, progress=None, cancel=None) -> tuple[int, list]:
+def run_trial(store, experiment_pk, spec, branches, *, concurrency=None, progress=None,
+              cancel=None) -> tuple[int, list]:
     """Run every arm on every case as the experiment's next trial. Returns ``(trial, runs)``: the runs
     stored, each as ``store.experiments.runs`` reads it back (its key, no context), in the order they finished.
 

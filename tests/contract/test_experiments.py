@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import threading
+import time
 
 import pytest
 import yaml
@@ -13,7 +14,9 @@ import yaml
 from memorylab import DamagedRowError, InvalidInputError, NotFoundError, Session
 from memorylab.errors import ModelOutputError
 from memorylab.experiments import Experiments, load_spec, propose_probes
-from memorylab.experiments.strategies import plan_for
+from memorylab.experiments import register_window_handler
+from memorylab.experiments.strategies import WINDOW_HANDLERS, plan_for
+from memorylab.history.window import simple_cut
 from memorylab.io import import_session, read_export
 from memorylab.lab.samples import SAMPLE_DIR
 
@@ -226,10 +229,24 @@ def test_probes_proposed_by_a_model_are_read_leniently_and_checked(samples, lite
 
 # -- stopping, exporting, damage ----------------------------------------------------------------------
 
-def test_cancel_stops_the_runs_not_started_and_keeps_those_that_finished(samples):
+@pytest.fixture
+def slow_window():
+    """A window handler taking 0.05 s, so runs finish slower than a cancel is seen."""
+    def slow_cut(*arguments):
+        time.sleep(0.05)
+        return simple_cut(*arguments)
+
+    register_window_handler("slow_cut", slow_cut)
+    yield {"name": "slow", "strategy": "window", "max_length": 2000, "handler": "slow_cut"}
+    WINDOW_HANDLERS.pop("slow_cut")
+
+
+def test_cancel_stops_the_runs_not_started_and_keeps_those_that_finished(samples, slow_window):
     cancel = threading.Event()
     experiments = Experiments(samples)
-    results = experiments.run(sample_spec(), concurrency=1,
+    spec = sample_spec(strategies=())
+    spec["arms"] = [slow_window | {"name": f"slow-{n}"} for n in range(4)]
+    results = experiments.run(spec, concurrency=1,
                               progress=lambda done, total, run: done == 2 and cancel.set(), cancel=cancel)
     assert 2 <= len(results.runs) < 12 and not results.complete
     assert experiments.results("sample").trial == 1 and len(experiments.results("sample").runs) == len(results.runs)
