@@ -92,6 +92,7 @@ def import_session(store, data, *, session_id=None, tenant_id=None, agent_id=Non
         messages=plan["messages"], compactions=plan["compactions"],
         context_blocks=plan["context_blocks"], replace=replace,
     )
+    store.sessions.settle_search(len(plan["messages"]))
     return Session.open(store, session_id, tenant_id=tenant_id, agent_id=agent_id)
 
 

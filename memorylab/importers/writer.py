@@ -97,6 +97,7 @@ def write_sessions(store, sessions: Iterable[SourceSession], *, source, format_n
             run.finish()
             if dry_run:
                 raise _DryRun
+        store.sessions.settle_search(report.messages_added)
     except _DryRun:
         pass
     finally:

@@ -102,6 +102,9 @@ class Store:
         """The copy of a message's text that search indexes (a backend may have to adapt it)."""
         return text
 
+    def _settle_search(self, table):
+        """Merge what ``table``'s search index buffered during a bulk write (a backend may need to)."""
+
     # -- repositories ----------------------------------------------------------------------------
 
     @cached_property

@@ -116,6 +116,9 @@ class SessionCatalog(Protocol):
         """Write ``(session key, message)`` pairs whose messages carry their ``parent_id`` (parents are
         not checked); each session's last becomes its newest. For importers, in their transaction."""
 
+    def settle_search(self, written: int) -> None:
+        """After an import of ``written`` messages: merge what the search index buffered for them."""
+
     def storage(self, pk: int) -> SessionStorage: ...
 
     def list(self, *, tenant_id: str | None = None, agent_id: str | None = None, session_id: str | None = None,

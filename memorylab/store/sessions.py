@@ -110,6 +110,13 @@ def _overlay_from_row(row):
     }
 
 
+SETTLE_SEARCH_AFTER = 1_000
+"""Messages an import writes before it settles the search index. SQLite's full-text index keeps one
+segment per insert statement and merges the backlog a little at each later write: after importing
+100,000 messages, an append cost 427 µs against 328 µs in a small store until the index was merged
+(0.17 s), and 338 µs after."""
+
+
 class SqlSessionCatalog(Repository):
     """Every session of the store, by (tenant, agent, session id)."""
 
@@ -150,6 +157,13 @@ class SqlSessionCatalog(Repository):
                          for (pk, m), continues in zip(rows, continuations(rows))))
             now = utc_now_iso()
             conn.executemany(_POINT_TO_LATEST, [(now, message_id, pk) for pk, message_id in latest.items()])
+
+    def settle_search(self, written) -> None:
+        """After an import that wrote ``written`` messages in multi-row statements, merge what the
+        search index buffered for them, so the appends that follow do not pay for it (a backend whose
+        index needs no such care does nothing)."""
+        if written >= SETTLE_SEARCH_AFTER:
+            self._store._settle_search("messages")
 
     def lay_out_branches(self) -> None:
         """Recompute every message's ``continues`` flag from the parent links (what ``memorylab check``

@@ -194,6 +194,11 @@ class SQLiteStore(Store):
 
     # -- dialect --------------------------------------------------------------------------------
 
+    def _settle_search(self, table):
+        """FTS5 writes a segment per insert statement; 'optimize' merges them into one."""
+        with self.transaction() as conn:
+            conn.execute(f"INSERT INTO {table}_fts({table}_fts) VALUES('optimize')")
+
     def _full_text(self, kind, query, *, any_word=False):
         match = fts_query(query, any_word=any_word)
         return None if match is None else (_FULL_TEXT[kind], match)

@@ -1,6 +1,6 @@
 import pytest
 
-from memorylab import Session
+from memorylab import Session, Store, import_session
 from memorylab.store import ALL_TENANTS
 
 from tests.helpers import ids, text_message
@@ -93,3 +93,20 @@ def test_store_search_filters_by_roles(store):
     assert ids(store.search("shared", tenant_id="default", roles=["assistant"])) == ["a"]
     assert set(ids(store.search("shared", tenant_id="default", roles=["user", "assistant"]))) == {"u", "a"}
     assert store.search("shared", tenant_id="default", roles=["tool"]) == []
+
+
+def test_an_import_leaves_the_sqlite_search_index_merged_so_later_appends_do_not_pay_for_it(db_path):
+    """FTS5 writes one segment per insert statement; a large import settles them into one, a small
+    one leaves the index alone."""
+    messages = [{"id": f"m{i}", "parent_id": f"m{i - 1}" if i else None, "role": "user",
+                 "parts": [{"type": "text", "text": f"quokka note {i}"}], "created_at": "2026-01-01T00:00:00.000Z"}
+                for i in range(2_500)]
+    export = {"format": "memorylab.session", "version": 1, "session": {"id": "big"}, "messages": messages}
+    with Store(db_path) as store:
+        import_session(store, export)
+        segments = store._one("SELECT COUNT(DISTINCT segid) AS n FROM messages_fts_idx")["n"]
+        assert segments == 1
+        assert len(store.search("quokka", tenant_id="default", limit=5000)) == 2_500
+        small = {**export, "session": {"id": "small"}, "messages": messages[:10]}
+        import_session(store, small)
+        assert store._one("SELECT COUNT(DISTINCT segid) AS n FROM messages_fts_idx")["n"] == 2
