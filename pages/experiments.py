@@ -167,8 +167,7 @@ def action_bar(experiments, spec, error, listing, job):
         saved(experiments, spec, message=f"Saved “{escape_markdown(spec.name)}”.")
     if run.button("Run", type="primary", disabled=spec is None or busy, width="stretch",
                   help="Save, then run every arm on every case as a new trial, in the background."):
-        try:
-            experiments.save(spec)  # refused here, at once, when a case's session or leaf is missing
+        try:  # saved first, and refused at once when a case's session or leaf is missing
             st.session_state["exp_job"] = experiments.start(spec)
         except MemoryLabError as failure:
             st.error(str(failure))

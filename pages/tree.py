@@ -34,10 +34,12 @@ def tree_view(key, _tree, leaf_id, overlays, opened, focus, flagged):
     return layout, tree_layout_figure(layout, focus=focus, flagged=flagged), _tree.history(leaf_id, overlays)
 
 
-def shown_messages(session, outlined):
-    """The stored messages of the path rows on show (the tree holds outlines: no tool inputs or dates);
-    a summary, or a row that cannot be read in full, shows as outlined."""
-    return [message if is_summary_message(message) else stored_or(session, message) for message in outlined]
+@st.cache_resource(max_entries=16, show_spinner=False)
+def shown_messages(key, leaf_id, shown, _session, _outlined):
+    """The stored messages of the path rows on show (the tree holds outlines: no tool inputs), read
+    once per version of the branch and rows shown; a summary, or a row that cannot be read in full,
+    shows as outlined."""
+    return [message if is_summary_message(message) else stored_or(_session, message) for message in _outlined]
 
 
 def stored_or(session, outlined):
@@ -128,7 +130,7 @@ if branch_names[chosen] != leaf_id:
 
 st.subheader("Active path")
 shown = st.session_state.setdefault("tree_path_rows", PATH_PAGE)
-window = shown_messages(session, history[-shown:])
+window = shown_messages(key, leaf_id, shown, session, history[-shown:])
 path_table = to_dataframe(Messages(window))[["id", "role", "text", "tools", "tokens", "created_at"]]
 path_table["children"] = [len(tree.children.get(m["id"], ())) for m in window]
 st.dataframe(path_table, hide_index=True, width="stretch",

@@ -99,24 +99,32 @@ class Experiments:
         called as each run is stored; setting the ``threading.Event`` ``cancel`` stops the runs not
         yet started, and what finished is kept (``results.complete`` is then False).
         """
+        return self._trial(*self._prepare(spec, concurrency), progress=progress, cancel=cancel)
+
+    def start(self, spec, *, concurrency=None) -> ExperimentJob:
+        """``run`` on a background thread: the returned job counts ``done`` of ``total`` runs, can be
+        cancelled, and holds ``results`` (or ``error``) when it ends. The spec is checked against the
+        store and saved here, so a wrong one is refused at once."""
+        prepared = self._prepare(spec, concurrency)
+        return ExperimentJob(prepared[0], lambda progress, cancel: self._trial(*prepared, progress=progress,
+                                                                               cancel=cancel)).start()
+
+    def _prepare(self, spec, concurrency):
+        """``(spec, branches, key, concurrency)``: the spec checked, each case's branch read once, the
+        definition saved."""
         spec = self.spec(spec)
         check_integer(concurrency, "concurrency", minimum=1, optional=True)
         branches = resolve_cases(self.store, spec)
         pk = self.store.experiments.save(self.tenant_id, _definition(spec), now=utc_now_iso())
+        return spec, branches, pk, concurrency
+
+    def _trial(self, spec, branches, pk, concurrency, *, progress, cancel) -> ExperimentResults:
         trial, runs = run_trial(self.store, pk, spec, branches, concurrency=concurrency, progress=progress,
                                 cancel=cancel)
         arms = {arm.name: position for position, arm in enumerate(spec.arms)}
         cases = {case.name: position for position, case in enumerate(spec.cases)}
         runs.sort(key=lambda run: (arms[run["arm"]], cases[run["case_name"]]))  # the order a read gives
         return self._results(spec, trial, runs)
-
-    def start(self, spec, *, concurrency=None) -> ExperimentJob:
-        """``run`` on a background thread: the returned job counts ``done`` of ``total`` runs, can be
-        cancelled, and holds ``results`` (or ``error``) when it ends. The spec and its cases are
-        checked here, so a wrong one is refused at once."""
-        spec = self.spec(spec)
-        resolve_cases(self.store, spec)
-        return ExperimentJob(self, spec, concurrency=concurrency).start()
 
     def trials(self, name) -> list[dict]:
         """``[{"trial", "runs", "errors", "score", "started_at", "finished_at"}]``, oldest first."""

@@ -14,7 +14,8 @@ class ExperimentJob:
     the reason when it could not run.
     """
 
-    def __init__(self, experiments, spec, *, concurrency=None):
+    def __init__(self, spec, work):
+        """``work(progress, cancel) -> ExperimentResults`` runs ``spec``'s trial (``Experiments.start``)."""
         self.name = spec.name
         self.total = len(spec.arms) * len(spec.cases)
         self.done = 0
@@ -24,9 +25,7 @@ class ExperimentJob:
         self.started = time.perf_counter()
         self.elapsed = None
         self._cancel = threading.Event()
-        self._concurrency = concurrency
-        self._thread = threading.Thread(target=self._run, args=(experiments, spec), daemon=True,
-                                        name=f"experiment {spec.name}")
+        self._thread = threading.Thread(target=self._run, args=(work,), daemon=True, name=f"experiment {spec.name}")
 
     def start(self) -> "ExperimentJob":
         self._thread.start()
@@ -52,10 +51,9 @@ class ExperimentJob:
     def _advance(self, done, total, run):
         self.done, self.total, self.trial = done, total, run["trial"]
 
-    def _run(self, experiments, spec):
+    def _run(self, work):
         try:
-            self.results = experiments.run(spec, progress=self._advance, cancel=self._cancel,
-                                           concurrency=self._concurrency)
+            self.results = work(self._advance, self._cancel)
         except MemoryLabError as error:
             self.error = str(error)
         except Exception as error:  # noqa: BLE001 - a thread's exception would vanish; the caller shows it instead

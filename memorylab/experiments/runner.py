@@ -16,7 +16,7 @@ from ..history.overlays import is_summary_message
 from ..history.session import Session
 from ..messages import utc_now_iso
 from .scoring import score_probes
-from .strategies import apply_arm
+from .strategies import apply_arm, branch_tokens
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def run_one(arm, branch, grader=None) -> dict:
         "arm": arm.name, "strategy": arm.strategy, "arm_settings": dict(arm.settings), "case_name": case.name,
         "tenant_id": case.tenant, "agent_id": case.agent, "session_id": case.session, "leaf_id": branch.leaf_id,
         "context": [], "summary": None, "request": None,
-        "scores": [], "score": None, "tokens_before": sum(m.get("tokens") or 0 for m in branch.history),
+        "scores": [], "score": None, "tokens_before": branch_tokens(branch.history),
         "tokens_after": 0, "summary_tokens": 0, "usage": {}, "cost": None, "latency": 0.0, "model": None,
         "error": None, "started_at": utc_now_iso(),
     }

@@ -37,9 +37,9 @@ class ArmOutput:
     """One arm's result on one branch. ``request`` is what was sent to a model (None when none was);
     ``cost`` is None where litellm does not know the model's price."""
 
-    context: Messages
-    tokens_before: int
-    tokens_after: int
+    context: Messages = field(default_factory=Messages)
+    tokens_before: int = 0
+    tokens_after: int = 0
     summary: str | None = None
     summary_tokens: int = 0
     dropped: tuple = ()
@@ -134,6 +134,8 @@ def _with_summary(plan, summary, history):
 
 
 def _compacted(arm, history, summarize):
+    """A plan's head and tail around the summary ``summarize(plan) -> ArmOutput`` writes (whose
+    context and token counts are filled in here)."""
     plan = plan_for(arm, history)
     tokens = branch_tokens(history)
     if plan is None:
@@ -149,8 +151,7 @@ def _compacted(arm, history, summarize):
 
 def _extractive(arm, history):
     def summarize(plan):
-        return ArmOutput(context=Messages(), tokens_before=0, tokens_after=0,
-                         summary=extractive_summary(plan.middle, plan.target_summary_tokens))
+        return ArmOutput(summary=extractive_summary(plan.middle, plan.target_summary_tokens))
 
     return _compacted(arm, history, summarize)
 
@@ -175,7 +176,7 @@ def _summarize(arm, history):
             for key, value in accounted["usage"].items():
                 usage[key] = usage.get(key, 0) + value
             cost = None if cost is None or accounted["cost"] is None else cost + accounted["cost"]
-        return ArmOutput(context=Messages(), tokens_before=0, tokens_after=0, summary=summary or "",
+        return ArmOutput(summary=summary or "",
                          request={"model": model, "prompts": prompts, **completion},
                          model=model, usage=usage, cost=cost)
 
