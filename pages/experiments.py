@@ -112,7 +112,8 @@ def job_outcome():
         job_progress(job)
         return job
     del st.session_state["exp_job"]
-    st.session_state.pop(f"exp_trial:{job.name}", None)  # the trial picker opens on the new trial
+    if job.trial is not None:  # the trial picker opens on the new trial (the browser keeps the old choice)
+        st.session_state[f"exp_trial:{job.name}"] = job.trial
     if job.error:
         st.error(job.error)
     elif job.results is None or not job.results.complete:
