@@ -1,6 +1,6 @@
 """Whole-session export and import as JSON.
 
-The export holds everything a session is made of (every branch, overlays, context blocks,
+The export holds everything a session is made of (every branch, overlays, pins, context blocks,
 metadata) so that export -> import -> export gives the same document. An import is validated in
 full before anything is written and then written in one transaction: a broken or hostile file
 gets an ImportFormatError that says what is wrong, and the store is left as it was.
@@ -43,6 +43,7 @@ def export_session(session) -> dict:
         },
         "messages": messages,
         "compactions": session.get_compactions(),
+        "pins": session.get_pins(),
         "context_blocks": session.storage.blocks.all(),
     }
 
@@ -89,7 +90,7 @@ def import_session(store, data, *, session_id=None, tenant_id=None, agent_id=Non
         tenant_id, agent_id, session_id,
         created_at=plan["created_at"], updated_at=plan["updated_at"], metadata=plan["metadata"],
         cached_prompt=plan["cached_prompt"],
-        messages=plan["messages"], compactions=plan["compactions"],
+        messages=plan["messages"], compactions=plan["compactions"], pins=plan["pins"],
         context_blocks=plan["context_blocks"], replace=replace,
     )
     store.sessions.settle_search(len(plan["messages"]))
@@ -142,6 +143,7 @@ def validate_export(data) -> dict:
         "cached_prompt": cached_prompt,
         "messages": messages,
         "compactions": _validate_compactions(data.get("compactions", []), parents),
+        "pins": _validate_pins(data.get("pins", []), parents),
         "context_blocks": _validate_blocks(data.get("context_blocks", [])),
     }
 
@@ -199,6 +201,24 @@ def _validate_compactions(raw_compactions, parents):
             "created_at": raw.get("created_at") or "1970-01-01T00:00:00Z", "metadata": metadata,
         })
     return compactions
+
+
+def _validate_pins(raw_pins, parents):
+    """Pins name messages of the export; an export written before pins existed has none."""
+    _require(isinstance(raw_pins, list), "'pins' must be a list")
+    pins, seen = [], set()
+    for i, raw in enumerate(raw_pins):
+        where = f"pins[{i}]"
+        _require(isinstance(raw, dict), f"{where} must be an object")
+        _require(raw.get("message_id") in parents, f"{where}: message_id {raw.get('message_id')!r} is not a message")
+        _require(raw["message_id"] not in seen, f"{where}: {raw['message_id']!r} is pinned twice")
+        seen.add(raw["message_id"])
+        note = raw.get("note") or ""
+        _require(isinstance(note, str), f"{where}: 'note' must be a string")
+        pinned_at = raw.get("pinned_at")
+        _require(pinned_at is None or _is_timestamp(pinned_at), f"{where}: 'pinned_at' must be an ISO-8601 timestamp")
+        pins.append({"message_id": raw["message_id"], "note": note, "pinned_at": pinned_at or "1970-01-01T00:00:00Z"})
+    return pins
 
 
 def _validate_blocks(raw_blocks):

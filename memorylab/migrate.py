@@ -37,6 +37,7 @@ NOUNS = {
     "sessions": ("session", "sessions"),
     "messages": ("message", "messages"),
     "compactions": ("overlay", "overlays"),
+    "message_pins": ("pin", "pins"),
     "context_blocks": ("context block", "context blocks"),
     "skill_activations": ("skill activation", "skill activations"),
     "agents": ("agent", "agents"),

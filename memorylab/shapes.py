@@ -106,6 +106,9 @@ class MemoryRecord(TypedDict):
 class Messages(list[Message]):
     """Messages in order: a history, a branch point's children, a session's every message."""
 
+    pinned_ids: frozenset = frozenset()
+    """The ids of the session's pinned messages, on a history read by ``Session.get_history``."""
+
 
 class SessionRows(list[SessionRow]):
     """Rows of ``store.sessions.list()``."""

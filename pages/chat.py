@@ -75,6 +75,14 @@ def branch_switcher(message, column, siblings):
         st.rerun()
 
 
+def toggle_pin(message_id, pinned):
+    if pinned:
+        session.unpin(message_id)
+    else:
+        session.pin(message_id)
+    st.rerun()
+
+
 def run_turn(make_stream):
     """Stream one assistant turn into the page, then make its message the active leaf."""
     with st.chat_message("assistant"):
@@ -117,9 +125,16 @@ with chat_column:
                 render_parts(message)
             continue
         avatar = {"system": "⚙️", "tool": "🔧"}.get(message["role"])
+        pinned = message["id"] in history.pinned_ids
         with st.chat_message(message["role"], avatar=avatar):
+            if pinned:
+                st.caption("📌 Pinned: compactions keep this message whole")
             render_parts(message)
             actions = st.columns([1, 1, 2])
+            if actions[1].button("📌", key=f"pin_{message['id']}", type="primary" if pinned else "secondary",
+                                 help="Unpin: let compactions summarize it again" if pinned
+                                 else "Pin: compactions keep this message whole"):
+                toggle_pin(message["id"], pinned)
             if message["role"] == "assistant" and message["parent_id"]:
                 if actions[0].button("↻", key=f"regen_{message['id']}", help="Regenerate: a new sibling branch"):
                     st.session_state["pending"] = ("regenerate", message["id"], None)

@@ -149,6 +149,10 @@ with preview_tab:
         st.dataframe(table, hide_index=True, width="stretch", height=260)
         if plan.previous_summary:
             st.info("An earlier summary lies in this span: the model is asked to update it, not start over.")
+        if plan.kept:
+            st.info(f"{len(plan.kept)} pinned message(s) in this span ({plan.kept_tokens:,} tokens) stay out of the "
+                    "summary and are read whole right after it. Pin or unpin messages on the Chat or Tree page.",
+                    icon="📌")
         with st.expander("The exact prompt"):
             shown = plan.prompt[:PROMPT_PREVIEW_CHARS]
             st.code(shown, language=None, wrap_lines=True)

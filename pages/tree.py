@@ -24,7 +24,7 @@ def session_tree(key, _session):
 def tool_pair_findings(key, _tree, _overlays):
     """The tool-pair lint of the tree already read (its outline keeps every tool part), once per
     version of the session: read-only."""
-    return lint_tree(list(_tree.messages.values()), _overlays)
+    return lint_tree(list(_tree.messages.values()), _overlays, _tree.pinned_ids)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -61,6 +61,44 @@ def focus_on_opened_run():
     st.session_state["tree_focus"] = opened[-1] if opened else None
 
 
+def pin_row(pin, message):
+    """A pin as the pins table shows it; ``message`` is the outlined message, None when unreadable."""
+    return {"message": pin["message_id"], "role": message["role"] if message else None,
+            "text": preview(message, 120) if message else "", "note": pin["note"], "pinned at": pin["pinned_at"]}
+
+
+def pin_manager(session, tree, selected_id):
+    """Pin or unpin the selected message, and list every pin of the session with a way to drop some."""
+    pins = session.get_pins()
+    pinned = {pin["message_id"]: pin for pin in pins}
+    with st.expander(f"📌 Pins ({len(pins)}): messages compactions keep whole", expanded=bool(pins)):
+        selected = tree.messages.get(selected_id)
+        if selected is not None:
+            text, button = st.columns([4, 1], vertical_alignment="bottom")
+            if selected_id in pinned:
+                text.caption(f"The selected message `{selected_id}` is pinned.")
+                if button.button("Unpin it", key="tree_unpin_selected"):
+                    session.unpin(selected_id)
+                    st.rerun()
+            else:
+                note = text.text_input(f"Pin the selected message `{selected_id}` ({selected['role']}): why?",
+                                       key="tree_pin_note", placeholder="e.g. the budget the user set")
+                if button.button("Pin it", key="tree_pin_selected", type="primary"):
+                    session.pin(selected_id, note=note)
+                    st.rerun()
+        if not pins:
+            st.caption("No pins yet. A pinned message is left out of every compaction's summary and read whole "
+                       "right after it; its tool call or result stays with it.")
+            return
+        table = st.dataframe(pd.DataFrame(pin_row(pin, tree.messages.get(pin["message_id"])) for pin in pins), hide_index=True, width="stretch", on_select="rerun", selection_mode="multi-row",
+                             key="tree_pins_table")
+        chosen = [pins[i]["message_id"] for i in table.selection.rows]
+        if st.button(f"Unpin {len(chosen)} selected", key="tree_unpin_rows", disabled=not chosen):
+            for message_id in chosen:
+                session.unpin(message_id)
+            st.rerun()
+
+
 store, session = session_page("Tree")
 
 leaf_id = active_leaf(session)
@@ -81,7 +119,8 @@ far.metric("History tokens", f"{sum(m['tokens'] for m in history):,}",
            help="Estimated tokens of the active path as sent: overlays applied, stored estimates summed")
 
 st.caption("Click a node to make its branch active on every page; click a square (a collapsed run of messages) "
-           "to open it. Diamonds are branch points, purple bands are compaction summaries (hover for the text)."
+           "to open it. Diamonds are branch points, purple bands are compaction summaries (hover for the text), 📌 marks "
+           "a pinned message."
            + (" Drag or use the slider below the tree to move along it, scroll to zoom." if layout.width > VIEW_COLUMNS else ""))
 # A fresh chart key after each handled click: the old selection must not fire again on the next rerun.
 clicks = st.session_state.setdefault("tree_clicks", 0)
@@ -109,6 +148,8 @@ if findings:
             text.text(finding.detail)  # names messages and calls as stored: shown as plain text
             if button.button("Select its branch", key=f"tool_pair_{number}", disabled=finding.leaf_id == leaf_id):
                 choose_leaf(finding.leaf_id)
+
+pin_manager(session, tree, leaf_id)
 
 if layout.runs:
     st.session_state["tree_open_runs"] = [run for run in opened if run in layout.runs]

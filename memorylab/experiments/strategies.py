@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from ..history.compaction import build_summary_prompt, plan_compaction, render_transcript
 from ..history.overlays import is_summary_message, summary_message
+from ..history.pins import kept_with_partners, pinned_ids_of
 from ..history.truncation import truncate_older_messages
 from ..history.window import SIMPLE_CUT, ContextWindow, simple_cut
 from ..messages import utc_now_iso
@@ -112,6 +113,10 @@ def _window(arm, history):
         whole = 0 <= index < len(history) and plain == rendered[index]
         context.append(history[index] if whole else _window_message(offset, plain))
     kept_ids = {m["id"] for m in context}
+    pinned = kept_with_partners(history, pinned_ids_of(history)).difference(kept_ids)
+    if pinned:  # the window drops old messages, never pinned ones: they go back in front, in order
+        context = Messages([m for m in history if m["id"] in pinned] + context)
+        kept_ids.update(pinned)
     return ArmOutput(context=context, tokens_before=branch_tokens(history), tokens_after=branch_tokens(context),
                      dropped=tuple(m["id"] for m in history if m["id"] not in kept_ids))
 
@@ -129,6 +134,7 @@ def _with_summary(plan, summary, history):
                "created_at": utc_now_iso()}
     context = Messages(plan.head)
     context.append(summary_message(overlay, plan.middle))
+    context += plan.kept
     context += plan.tail
     return context
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from ..errors import InvalidInputError
 from ..messages import is_tool_part, message_text
 from .overlays import is_summary_message
+from .pins import kept_with_partners, pinned_ids_of
 from ..shapes import Message, Messages
 from ..tokens import compact_json, estimate_message_tokens, estimate_string_tokens
 from .truncation import truncate_text
@@ -73,6 +74,7 @@ class CompactionContext(Messages):
         """``blocks`` may be a function returning them: they are read only when asked for, so an
         append that checks the threshold does not render every block."""
         super().__init__(history)
+        self.pinned_ids = pinned_ids_of(history)
         self.system_prompt = system_prompt
         self._blocks = blocks
         self.leaf_id = leaf_id
@@ -102,11 +104,13 @@ class CompactionPlan:
 
     ``from_id``/``to_id`` are original message ids, the range the new overlay covers; when the middle
     starts with an existing summary, ``from_id`` is where that summary started, so the new overlay
-    supersedes it. Token numbers are sums of per-message counts.
+    supersedes it. ``kept`` are the pinned messages inside that range: they are not in ``middle``, and
+    the history reads them whole right after the summary. Token numbers are sums of per-message counts.
     """
 
     head: list
     middle: list
+    kept: list
     tail: list
     from_id: str
     to_id: str
@@ -114,6 +118,7 @@ class CompactionPlan:
     tokens_before: int
     head_tokens: int
     middle_tokens: int
+    kept_tokens: int
     tail_tokens: int
     target_summary_tokens: int
     tokens_after: int
@@ -128,7 +133,7 @@ class CompactionPlan:
         plain = {}
         for field in fields(self):
             value = getattr(self, field.name)
-            if field.name in ("head", "middle", "tail"):
+            if field.name in ("head", "middle", "kept", "tail"):
                 plain[f"{field.name}_ids"] = [message["id"] for message in value]
             else:
                 plain[field.name] = value
@@ -142,38 +147,48 @@ class CompactionPlan:
 
 
 def plan_compaction(messages, *, protect_head=3, tail_token_budget=20000, min_tail_messages=2,
-                    token_counter=None, prompt_template=None) -> CompactionPlan | None:
+                    token_counter=None, prompt_template=None, pinned_ids=None) -> CompactionPlan | None:
     """The compaction that would run on ``messages`` (an overlaid history), or None if there is
     nothing to summarize: the middle holds no original message.
 
     ``token_counter(context) -> int`` replaces the stored per-message ``tokens``; it is asked about
-    one message at a time, as a ``CompactionContext`` holding just that message.
+    one message at a time, as a ``CompactionContext`` holding just that message. ``pinned_ids``
+    (default: the pins a ``Session.get_history`` read carries) are never summarized: a pin at either
+    end of the middle stays in the head or tail, one inside it is kept whole after the summary.
     """
     check_counts(protect_head=protect_head, tail_token_budget=tail_token_budget, min_tail_messages=min_tail_messages)
     check_summary_template(prompt_template)
     counts = _message_tokens(messages, token_counter)
     head_end = _head_end(messages, protect_head)
     tail_start = _tail_start(messages, counts, head_end, tail_token_budget, min_tail_messages)
-    middle = messages[head_end:tail_start]
+    kept_ids = kept_with_partners(messages[head_end:tail_start], pinned_ids_of(messages, pinned_ids))
+    while head_end < tail_start and messages[head_end]["id"] in kept_ids:
+        head_end += 1
+    while tail_start > head_end and messages[tail_start - 1]["id"] in kept_ids:
+        tail_start -= 1
+    span = range(head_end, tail_start)
+    middle = [messages[i] for i in span if messages[i]["id"] not in kept_ids]
     if all(is_summary_message(message) for message in middle):
         return None
+    kept = [messages[i] for i in span if messages[i]["id"] in kept_ids]
     summaries = [message for message in middle if is_summary_message(message)]
     newest_summary = summaries[-1] if summaries else None
     previous_summary = message_text(newest_summary) if newest_summary else None
-    head_tokens, middle_tokens = sum(counts[:head_end]), sum(counts[head_end:tail_start])
-    tail_tokens = sum(counts[tail_start:])
+    head_tokens, tail_tokens = sum(counts[:head_end]), sum(counts[tail_start:])
+    middle_tokens = sum(counts[i] for i in span if messages[i]["id"] not in kept_ids)
+    kept_tokens = sum(counts[i] for i in span if messages[i]["id"] in kept_ids)
     target = max(MIN_TARGET_SUMMARY_TOKENS, -(-middle_tokens // 5))
     prompt = build_summary_prompt(
         [message for message in middle if message is not newest_summary],
         previous_summary=previous_summary, target_tokens=target, template=prompt_template,
     )
     return CompactionPlan(
-        head=messages[:head_end], middle=middle, tail=messages[tail_start:],
+        head=messages[:head_end], middle=middle, kept=kept, tail=messages[tail_start:],
         from_id=_original_id(middle[0], "from_id"), to_id=_original_id(middle[-1], "to_id"),
         previous_summary=previous_summary,
-        tokens_before=head_tokens + middle_tokens + tail_tokens, head_tokens=head_tokens,
-        middle_tokens=middle_tokens, tail_tokens=tail_tokens, target_summary_tokens=target,
-        tokens_after=head_tokens + target + tail_tokens, prompt=prompt,
+        tokens_before=head_tokens + middle_tokens + kept_tokens + tail_tokens, head_tokens=head_tokens,
+        middle_tokens=middle_tokens, kept_tokens=kept_tokens, tail_tokens=tail_tokens, target_summary_tokens=target,
+        tokens_after=head_tokens + target + kept_tokens + tail_tokens, prompt=prompt,
         protect_head=protect_head, tail_token_budget=tail_token_budget,
         min_tail_messages=min_tail_messages, prompt_template=prompt_template,
     )

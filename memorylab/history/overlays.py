@@ -3,19 +3,22 @@
 An overlay covers the range ``from_id .. to_id`` of one branch. It applies to a path only when both
 ends are on it, so a summary made on one branch never shows on a sibling branch that shares only
 the start. When several overlays start at the same message the newest wins: that is how a growing
-summary supersedes the previous one. The covered messages stay stored; only the read changes.
+summary supersedes the previous one. The covered messages stay stored; only the read changes, and a
+pinned message in the range is read back whole right after the summary (``pins``).
 """
 from itertools import count
 from operator import itemgetter
 
+from .pins import kept_with_partners, pinned_ids_of
 from ..shapes import Message, Messages, Overlay
 from ..tokens import estimate_message_tokens
 
 SUMMARY_ID_PREFIX = "compaction_"
 
 
-def summary_message(overlay, covered) -> Message:
-    """The synthetic assistant message that stands in for ``covered`` on read."""
+def summary_message(overlay, covered, parent_id=None) -> Message:
+    """The synthetic assistant message that stands in for ``covered`` on read, under ``parent_id``
+    (default: the parent of the first covered message)."""
     message = {
         "id": f"{SUMMARY_ID_PREFIX}{overlay['id']}",
         "role": "assistant",
@@ -30,7 +33,7 @@ def summary_message(overlay, covered) -> Message:
                 "covered_tokens": sum(m.get("tokens", 0) for m in covered),
             }
         },
-        "parent_id": covered[0].get("parent_id"),
+        "parent_id": covered[0].get("parent_id") if parent_id is None and covered else parent_id,
     }
     message["tokens"] = estimate_message_tokens([message])
     return message
@@ -51,16 +54,34 @@ def visible_overlays(path, overlays) -> dict[int, tuple[Overlay, int]]:
     return chosen
 
 
-def apply_overlays(path, overlays) -> Messages:
+def apply_overlays(path, overlays, pinned_ids=None) -> Messages:
     """``path`` with each visible overlay's range replaced by its summary message (one that starts
-    inside an earlier one's range is hidden by it)."""
+    inside an earlier one's range is hidden by it), followed by the range's pinned messages.
+
+    ``pinned_ids`` defaults to the pins ``path`` carries (a ``Session.get_history`` read); the result
+    carries the same pins, so planning a compaction on it respects them.
+    """
+    pinned_ids = pinned_ids_of(path, pinned_ids)
     chosen = visible_overlays(path, overlays) if overlays else {}
     result, i = Messages(), 0
     for start in sorted(chosen):
         if start >= i:
             overlay, end = chosen[start]
             result += path[i:start]
-            result.append(summary_message(overlay, path[start:end + 1]))
+            result += summarized_range(overlay, path[start:end + 1], pinned_ids)
             i = end + 1
     result += path[i:]
+    result.pinned_ids = pinned_ids
     return result
+
+
+def summarized_range(overlay, covered, pinned_ids) -> list[Message]:
+    """What an overlay's range reads as: its summary, then the pinned messages in it (with their tool
+    partners), whole and in their order."""
+    kept = kept_with_partners(covered, pinned_ids)
+    if not kept:
+        return [summary_message(overlay, covered)]
+    summarized = [message for message in covered if message["id"] not in kept]
+    summary = summary_message(overlay, summarized, parent_id=covered[0].get("parent_id"))
+    summary["metadata"]["compaction"]["kept_pinned"] = [message["id"] for message in covered if message["id"] in kept]
+    return [summary, *(message for message in covered if message["id"] in kept)]

@@ -15,7 +15,7 @@ from ..context import ContextBlocks, Tool, build_tools
 from ..context.blocks import StoredPromptProvider
 from ..errors import InvalidInputError, InvalidMessageError, NotFoundError
 from ..messages import is_tool_part, normalize_message, normalized_and_measured, utc_now_iso
-from .overlays import apply_overlays, visible_overlays
+from .overlays import apply_overlays, is_summary_message, visible_overlays
 from ..shapes import Message, Messages, Overlay, SearchHits
 from ..store import LATEST_LEAF
 from ..store.protocols import SessionStorage
@@ -275,7 +275,7 @@ class Session:
         return self.storage.delete_messages(list(message_ids))
 
     def clear_messages(self) -> int:
-        """Remove every message and overlay of this session and deactivate its skills (the skills a
+        """Remove every message, overlay and pin of this session and deactivate its skills (the skills a
         conversation loaded belong to it); its blocks and metadata stay."""
         return self.storage.clear()
 
@@ -310,9 +310,12 @@ class Session:
         return self.storage.children(message_id)
 
     def get_history(self, leaf_id=None, *, apply_compactions=True) -> Messages:
-        """Root-to-leaf path of ``leaf_id`` (default: the latest leaf) with overlays applied.
+        """Root-to-leaf path of ``leaf_id`` (default: the latest leaf) with overlays applied, each
+        pinned message in an overlay's range read whole right after its summary.
 
         An unknown leaf gives ``[]``. ``apply_compactions=False`` returns the stored originals.
+        Either way the list carries the session's pins as ``pinned_ids``, which ``plan_compaction``
+        respects.
         """
         if leaf_id is None:
             leaf_id = self.storage.latest_leaf_id()
@@ -320,6 +323,7 @@ class Session:
                 return Messages()
         with self.store.snapshot():
             path = self.storage.path(leaf_id)
+            path.pinned_ids = self.storage.pinned_ids() if path else frozenset()
             if not apply_compactions or not path:
                 return path
             return apply_overlays(path, self.storage.overlays())
@@ -354,6 +358,30 @@ class Session:
     def remove_compaction(self, overlay_id) -> None:
         """Undo an overlay; the messages it covered show again on read."""
         self.storage.delete_overlay(overlay_id)
+
+    # -- pins ------------------------------------------------------------------------------------
+
+    def pin(self, message_id, *, note="") -> dict:
+        """Keep a message out of every compaction's summary: ``{"message_id", "note", "pinned_at"}``.
+
+        A pinned message inside a compaction's range is read back whole right after the summary, and
+        the planner leaves it out of the transcript it summarizes; its tool call or result stays with
+        it. An overlay written before the pin shows it too, from the next read on.
+        """
+        if not isinstance(message_id, str) or is_summary_message({"id": message_id}):
+            raise InvalidInputError(
+                f"cannot pin {message_id!r}: pin a stored message, not a summary (its originals can be pinned)")
+        if not isinstance(note, str):
+            raise InvalidInputError(f"a pin's note must be text, got {type(note).__name__}")
+        return self.storage.pin(message_id, note.strip())
+
+    def unpin(self, message_id) -> bool:
+        """Let compactions summarize the message again; False when it was not pinned."""
+        return self.storage.unpin(message_id)
+
+    def get_pins(self) -> list[dict]:
+        """Every pin of the session, oldest first: ``[{"message_id", "note", "pinned_at"}]``."""
+        return self.storage.pins()
 
     # -- compaction ----------------------------------------------------------------------------
 

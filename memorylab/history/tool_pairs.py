@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 
 from ..messages import is_tool_part
 from ..shapes import Messages
+from .pins import kept_with_partners
 
 ORPHAN_RESULT, ORPHAN_CALL = "orphan_result", "orphan_call"
 SPLIT_BY_OVERLAY, DUPLICATE_CALL_ID = "split_by_overlay", "duplicate_call_id"
@@ -48,7 +49,8 @@ def lint_tool_pairs(session) -> list[ToolPairFinding]:
     """Every tool-pair problem on any root-to-leaf path of ``session``, overlays applied; each once,
     in tree order, however many branches share it. Reads the session's outline, which keeps every
     message's tool parts without decoding the plain-text ones."""
-    return lint_tree(session.storage.outline(), session.get_compactions())
+    with session.store.snapshot():
+        return lint_tree(session.storage.outline(), session.get_compactions(), session.storage.pinned_ids())
 
 
 def lint_path(messages) -> list[ToolPairFinding]:
@@ -90,10 +92,10 @@ def _repaired_part(part, fix):
     return part
 
 
-def lint_tree(messages, overlays) -> list[ToolPairFinding]:
-    """``lint_tool_pairs`` on messages (parents first, as ``Session.get_all_messages`` reads them) and
-    overlays already read."""
-    tree = _Tree(messages, overlays)
+def lint_tree(messages, overlays, pinned_ids=()) -> list[ToolPairFinding]:
+    """``lint_tool_pairs`` on messages (parents first, as ``Session.get_all_messages`` reads them),
+    overlays and pins already read. A pinned message and its tool partners stay visible under a summary."""
+    tree = _Tree(messages, overlays, kept_with_partners(messages, frozenset(pinned_ids)))
     found = {}  # (kind, message ids, call id) -> [detail, first leaf, paths]
     for covers, leaves in tree.leaves_by_covers().items():
         for leaf_id, findings in tree.walk(covers, leaves):
@@ -109,8 +111,9 @@ def lint_tree(messages, overlays) -> list[ToolPairFinding]:
 class _Tree:
     """A session's messages by id, children and depth, and which overlays apply to each leaf's path."""
 
-    def __init__(self, messages, overlays):
+    def __init__(self, messages, overlays, kept=frozenset()):
         self.messages = {m["id"]: m for m in messages}
+        self.kept = kept
         self.children = {message_id: [] for message_id in self.messages}
         self.parent = {}
         self.depth = {}
@@ -181,7 +184,8 @@ class _Tree:
             walk.undo(after_parent)
             depth = self.depth[message_id]
             at = bisect_right(starts, depth) - 1
-            walk.visit(self.messages[message_id], depth, covers[at] if at >= 0 and covers[at][1] >= depth else None)
+            covered = at >= 0 and covers[at][1] >= depth and message_id not in self.kept
+            walk.visit(self.messages[message_id], depth, covers[at] if covered else None)
             children = self.children[message_id]
             if not children:
                 yield message_id, walk.at_leaf()

@@ -59,10 +59,12 @@ def _kv_entries(kv):
 
 
 def _plan_rows(plan):
-    """Each message of the planned branch with its fate: kept in the head or tail, or summarized."""
+    """Each message of the planned branch with its fate: kept in the head or tail, summarized, or pinned
+    (kept whole after the summary), in the order the compacted history reads them."""
     return [
         {"id": m["id"], "role": m["role"], "fate": fate, "tokens": m.get("tokens"), "text": message_text(m)}
-        for fate, messages in (("head", plan.head), ("summarized", plan.middle), ("tail", plan.tail))
+        for fate, messages in (("head", plan.head), ("summarized", plan.middle), ("pinned", plan.kept),
+                               ("tail", plan.tail))
         for m in messages
     ]
 

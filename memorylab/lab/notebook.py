@@ -87,6 +87,8 @@ def plan_html(plan):
         {"part": "head (kept)", "messages": len(plan.head), "span": span(plan.head), "tokens": plan.head_tokens},
         {"part": "middle (summarized)", "messages": len(plan.middle), "span": f"{plan.from_id} … {plan.to_id}",
          "tokens": plan.middle_tokens},
+        *([{"part": "pinned (kept whole after the summary)", "messages": len(plan.kept), "span": span(plan.kept),
+            "tokens": plan.kept_tokens}] if plan.kept else []),
         {"part": "tail (kept)", "messages": len(plan.tail), "span": span(plan.tail), "tokens": plan.tail_tokens},
     ]
     saved = plan.tokens_before - plan.tokens_after

@@ -22,6 +22,7 @@ class TreeNode:
     tokens: int
     children: int
     on_active_path: bool
+    pinned: bool = False
     members: list = field(default_factory=list)
     run: str | None = None
     """The id of the collapsible run this node is part of (``SessionTree.runs``), None outside one."""
@@ -65,8 +66,9 @@ class SessionTree:
     caches one per session version and shares it between reruns.
     """
 
-    def __init__(self, messages):
+    def __init__(self, messages, pinned_ids=()):
         self.messages = {m["id"]: m for m in messages}
+        self.pinned_ids = frozenset(pinned_ids)
         self.parents = {i: m.get("parent_id") for i, m in self.messages.items()}
         self.tokens = {i: m.get("tokens", 0) for i, m in self.messages.items()}
         self.children = {message_id: [] for message_id in self.messages}
@@ -79,7 +81,8 @@ class SessionTree:
     def of(cls, session):
         """The tree of ``session`` from its outline (``SessionStorage.outline``): what drawing needs,
         without decoding every message's stored parts."""
-        return cls(session.storage.outline())
+        with session.store.snapshot():
+            return cls(session.storage.outline(), session.storage.pinned_ids())
 
     def __len__(self):
         return len(self.messages)
@@ -99,15 +102,16 @@ class SessionTree:
     def history(self, leaf_id, overlays=()):
         """The path ``Session.get_history`` reads for ``leaf_id`` (same ids, roles, tokens and summaries),
         built from the messages the tree holds: outlined ones for ``SessionTree.of``."""
-        return apply_overlays([self.messages[i] for i in self.path_to(leaf_id)], overlays)
+        return apply_overlays([self.messages[i] for i in self.path_to(leaf_id)], overlays, self.pinned_ids)
 
     def runs(self, overlays=(), min_run=6):
         """{first message id: member ids} for each chain of single-child messages longer than ``min_run``.
 
-        Roots, branch points, leaves and overlay ends never join a run, so collapsing hides no fork
-        and no overlay starts or ends inside a run. Worked out once per set of overlay ends.
+        Roots, branch points, leaves, overlay ends and pinned messages never join a run, so collapsing
+        hides no fork and no pin, and no overlay starts or ends inside a run. Worked out once per set of
+        overlay ends.
         """
-        ends = frozenset(end for overlay in overlays for end in (overlay["from_id"], overlay["to_id"]))
+        ends = self.pinned_ids.union(end for overlay in overlays for end in (overlay["from_id"], overlay["to_id"]))
         if (ends, min_run) not in self._runs:
             runs, owner = {}, {}
             for message_id, parent in self.parents.items():
@@ -145,7 +149,8 @@ class SessionTree:
             else:
                 node = TreeNode(id=message_id, role=message["role"], text=preview(message),
                                 tokens=self.tokens[message_id], members=[message_id],
-                                children=len(self.children[message_id]), on_active_path=message_id in active)
+                                children=len(self.children[message_id]), on_active_path=message_id in active,
+                                pinned=message_id in self.pinned_ids)
             node.run = run_of.get(message_id)
             nodes[message_id] = node
             parent = self.parents[message_id]

@@ -90,6 +90,13 @@ def tree_layout_figure(layout, *, focus=None, height=None, flagged=frozenset()):
                          "width": [4 if n.id in marked else 2 for n in nodes]},
             },
         })
+    pinned = [n for n in layout.nodes.values() if n.pinned]
+    if pinned:
+        traces.append({
+            "type": "scatter", "x": [n.x for n in pinned], "y": [n.y - 0.32 for n in pinned], "mode": "text",
+            "text": ["📌"] * len(pinned), "name": "pinned", "hoverinfo": "text", "textfont": {"size": 14},
+            "hovertext": [f"{n.id} is pinned: compactions keep it whole" for n in pinned],
+        })
     xaxis = {"visible": False}
     if layout.width > VIEW_COLUMNS:
         focus = layout.nodes.get(focus) or layout.nodes.get((layout.active_path or [None])[-1])
@@ -151,7 +158,8 @@ def budget_figure(blocks, *, height=None):
     return figure
 
 
-PLAN_COLORS = {"head": "#64748b", "summarized": "#f97316", "summary": "#a855f7", "tail": "#22c55e"}
+PLAN_COLORS = {"head": "#64748b", "summarized": "#f97316", "summary": "#a855f7", "pinned": "#eab308",
+               "tail": "#22c55e"}
 
 
 def compaction_figure(plan, *, height=220):
@@ -162,6 +170,8 @@ def compaction_figure(plan, *, height=220):
         ("summarized", f"summarized ({len(plan.middle)} msgs, {plan.from_id} … {plan.to_id})",
          {"before": plan.middle_tokens}),
         ("summary", "summary (target size)", {"after": plan.target_summary_tokens}),
+        *([("pinned", f"pinned, kept whole ({len(plan.kept)} msgs)",
+            {"before": plan.kept_tokens, "after": plan.kept_tokens})] if plan.kept else []),
         ("tail", f"tail kept ({len(plan.tail)} msgs)", {"before": plan.tail_tokens, "after": plan.tail_tokens}),
     )
     figure = go.Figure([

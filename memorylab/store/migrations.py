@@ -18,6 +18,7 @@ from .schema import (
     EXPERIMENTS,
     KV_ENTRIES,
     MEMORY_RECORDS,
+    MESSAGE_PINS,
     MESSAGES,
     SEARCH_ENTRIES,
     SESSIONS,
@@ -90,6 +91,11 @@ def m007_branch_stretches(db):
 @migration
 def m008_experiments(db):
     db.create(EXPERIMENTS, EXPERIMENT_ARMS, EXPERIMENT_CASES, EXPERIMENT_PROBES, EXPERIMENT_RUNS)
+
+
+@migration
+def m009_message_pins(db):
+    db.create(MESSAGE_PINS)
 
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -83,7 +83,7 @@ class SessionStorage(Protocol):
         that start or end at them; unknown ids are skipped. Returns how many went."""
 
     def clear(self) -> int:
-        """Remove every message, overlay and skill activation; returns the number of messages."""
+        """Remove every message, overlay, pin and skill activation; returns the number of messages."""
 
     def search(self, query: str, *, tenant_id: str, limit: int = 20, roles: list[str] | None = None) -> list[dict]:
         """Ranked hits in this session (the shape of ``Store.search``)."""
@@ -99,6 +99,19 @@ class SessionStorage(Protocol):
 
     def delete_overlay(self, overlay_id: int) -> None:
         """``NotFoundError`` when the session has no such overlay."""
+
+    def pin(self, message_id: str, note: str = "") -> dict:
+        """Pin a stored message: ``{"message_id", "note", "pinned_at"}``; ``NotFoundError`` for an id the
+        session does not hold. Pinning again changes the note only."""
+
+    def unpin(self, message_id: str) -> bool:
+        """Remove a pin; False when there was none."""
+
+    def pins(self) -> list[dict]:
+        """Every pin, oldest first."""
+
+    def pinned_ids(self) -> frozenset:
+        """The pinned message ids, read without the notes (every history read asks)."""
 
 
 class SessionCatalog(Protocol):
@@ -131,7 +144,7 @@ class SessionCatalog(Protocol):
 
     def write(self, tenant_id: str, agent_id: str, session_id: str, *, created_at: str, updated_at: str,
               metadata: dict, cached_prompt: str | None, messages: list[dict], compactions: list[dict],
-              context_blocks: list[dict], replace: bool = False) -> int:
+              context_blocks: list[dict], pins: list[dict] = (), replace: bool = False) -> int:
         """Write a whole, validated session in one transaction; ``ConflictError`` when it exists
         unless ``replace``."""
 

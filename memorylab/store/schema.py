@@ -149,6 +149,14 @@ COMPACTIONS = Table(
     ),
 )
 
+# A pin keeps a message out of every compaction's summary (``history.pins``). It names the message by
+# id, as an overlay does; deleting the message deletes its pin.
+MESSAGE_PINS = Table(
+    "message_pins", key=("session_pk", "message_id"), columns=(
+        SESSION_PK, Column("message_id"), Column("note", default=""), Column("pinned_at", TIMESTAMP),
+    ),
+)
+
 CONTEXT_BLOCKS = Table(
     "context_blocks", key=("session_pk", "label"), columns=(
         SESSION_PK, Column("label"), Column("content"), Column("updated_at", TIMESTAMP),
@@ -255,7 +263,7 @@ EXPERIMENT_RUNS = Table(
     ),
 )
 
-TABLES = (AGENTS, SESSIONS, MESSAGES, COMPACTIONS, CONTEXT_BLOCKS, SKILL_ACTIVATIONS, SEARCH_ENTRIES, KV_ENTRIES,
+TABLES = (AGENTS, SESSIONS, MESSAGES, COMPACTIONS, MESSAGE_PINS, CONTEXT_BLOCKS, SKILL_ACTIVATIONS, SEARCH_ENTRIES, KV_ENTRIES,
           MEMORY_RECORDS, EXPERIMENTS, EXPERIMENT_ARMS, EXPERIMENT_CASES, EXPERIMENT_PROBES, EXPERIMENT_RUNS)
 """Every table; parents come before the tables that reference them."""
 

@@ -235,7 +235,7 @@ class SqlSessionCatalog(Repository):
         return ("WHERE " + " AND ".join(where)) if where else "", params
 
     def write(self, tenant_id, agent_id, session_id, *, created_at, updated_at, metadata,
-              cached_prompt, messages, compactions, context_blocks, replace=False) -> int:
+              cached_prompt, messages, compactions, context_blocks, pins=(), replace=False) -> int:
         """Write a complete, already validated session in one transaction (all or nothing)."""
         with self.transaction() as conn:
             existing = self.find(tenant_id, agent_id, session_id)
@@ -266,6 +266,10 @@ class SqlSessionCatalog(Repository):
                      dumps(c.get("metadata") or {}))
                     for c in compactions
                 ],
+            )
+            conn.executemany(
+                "INSERT INTO message_pins (session_pk, message_id, note, pinned_at) VALUES (?, ?, ?, ?)",
+                [(pk, pin["message_id"], pin["note"], pin["pinned_at"]) for pin in pins],
             )
             conn.executemany(
                 "INSERT INTO context_blocks (session_pk, label, content, updated_at) VALUES (?, ?, ?, ?)",
@@ -564,16 +568,18 @@ class SqlSessionStorage(Repository):
                     "DELETE FROM compactions WHERE session_pk = ? AND (from_id = ? OR to_id = ?)",
                     (pk, message_id, message_id),
                 )
+                conn.execute("DELETE FROM message_pins WHERE session_pk = ? AND message_id = ?", (pk, message_id))
                 conn.execute("DELETE FROM messages WHERE session_pk = ? AND id = ?", (pk, message_id))
                 removed += 1
             self._reset_latest(conn)
         return removed
 
     def clear(self) -> int:
-        """Remove every message, overlay and skill activation; returns the number of messages."""
+        """Remove every message, overlay, pin and skill activation; returns the number of messages."""
         with self.transaction() as conn:
             self._lock(conn)
             conn.execute("DELETE FROM compactions WHERE session_pk = ?", (self.pk,))
+            conn.execute("DELETE FROM message_pins WHERE session_pk = ?", (self.pk,))
             conn.execute("DELETE FROM skill_activations WHERE session_pk = ?", (self.pk,))
             removed = conn.execute("DELETE FROM messages WHERE session_pk = ?", (self.pk,)).rowcount
             self._reset_latest(conn)
@@ -623,3 +629,40 @@ class SqlSessionStorage(Repository):
             ).rowcount
         if not deleted:
             raise NotFoundError(f"overlay {overlay_id!r} is not in this session")
+
+    # -- pins ------------------------------------------------------------------------------------
+
+    def pin(self, message_id, note="") -> dict:
+        """Pin a stored message (again: its note changes, its time stays). The session's update time
+        moves, since every read of a branch with an overlay over the message changes."""
+        with self.transaction() as conn:
+            self._lock(conn)
+            stored = conn.execute("SELECT 1 FROM messages WHERE session_pk = ? AND id = ?", (self.pk, message_id))
+            if stored.fetchone() is None:
+                raise NotFoundError(f"cannot pin {message_id!r}: it is not a message of this session")
+            now = utc_now_iso()
+            conn.execute(
+                "INSERT INTO message_pins (session_pk, message_id, note, pinned_at) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (session_pk, message_id) DO UPDATE SET note = excluded.note",
+                (self.pk, message_id, note, now))
+            conn.execute("UPDATE sessions SET updated_at = ? WHERE pk = ?", (now, self.pk))
+        return next(pin for pin in self.pins() if pin["message_id"] == message_id)
+
+    def unpin(self, message_id) -> bool:
+        """Remove a pin; False when the message was not pinned."""
+        with self.transaction() as conn:
+            removed = conn.execute("DELETE FROM message_pins WHERE session_pk = ? AND message_id = ?",
+                                   (self.pk, message_id)).rowcount
+            if removed:
+                conn.execute("UPDATE sessions SET updated_at = ? WHERE pk = ?", (utc_now_iso(), self.pk))
+        return bool(removed)
+
+    def pins(self) -> list[dict]:
+        """``[{"message_id", "note", "pinned_at"}]``, oldest pin first."""
+        rows = self._all("SELECT message_id, note, pinned_at FROM message_pins WHERE session_pk = ?"
+                         " ORDER BY pinned_at, message_id", (self.pk,))
+        return [dict(row) for row in rows]
+
+    def pinned_ids(self) -> frozenset:
+        return frozenset(row[0] for row in self._store._all_tuples(
+            "SELECT message_id FROM message_pins WHERE session_pk = ?", (self.pk,)))

@@ -27,6 +27,7 @@ def add_edge_cases(store):
     tree.append_message(text_message("u3", "Continues the first branch with quokkas"), parent_id="u2")
     tree.add_compaction("the start, summarized", "r1", "a1", metadata={"model": "test"})
     tree.add_compaction(f"a longer overlay {HOSTILE}", "r1", "u2")
+    tree.pin("a1", note=f"the decision {HOSTILE}")
     tree.with_context("notes").with_context("skills", provider=SkillDirectoryProvider(SKILLS_DIR))
     tree.replace_context_block("notes", f"Prefers window seats; {HOSTILE}")
     tree.activate_skill("skills", "trip-itinerary")
