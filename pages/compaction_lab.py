@@ -82,8 +82,9 @@ def shortened_messages(branch, settings, _history):
     return [(before, after) for before, after in zip(_history, truncated) if before is not after]
 
 
+# Characters of the summary prompt drawn on the page: a long branch's prompt runs to megabytes. (A
+# comment, not a docstring: Streamlit would draw a bare string in a page.)
 PROMPT_PREVIEW_CHARS = 20_000
-"""Characters of the summary prompt drawn on the page: a long branch's prompt runs to megabytes."""
 
 
 def setting_controls(prefix, container):

@@ -94,7 +94,7 @@ def tree_layout_figure(layout, *, focus=None, height=None, flagged=frozenset()):
     if pinned:
         traces.append({
             "type": "scatter", "x": [n.x for n in pinned], "y": [n.y - 0.32 for n in pinned], "mode": "text",
-            "text": ["📌"] * len(pinned), "name": "pinned", "hoverinfo": "text", "textfont": {"size": 14},
+            "text": ["📌"] * len(pinned), "showlegend": False, "hoverinfo": "text", "textfont": {"size": 14},
             "hovertext": [f"{n.id} is pinned: compactions keep it whole" for n in pinned],
         })
     xaxis = {"visible": False}
@@ -225,5 +225,37 @@ def pareto_figure(arms, *, height=380):
         xaxis={"title": "tokens saved (% of the branch)", "range": [-5, 105], "gridcolor": "#e5e7eb"},
         yaxis={"title": "probe score", "range": [-0.05, 1.1], "gridcolor": "#e5e7eb"},
         legend={"orientation": "h", "y": -0.2},
+    )
+    return figure
+
+
+CACHE_COLORS = {"cached prefix": "#16a34a", "uncached": "#f97316"}
+LOST_COLORS = {"block write": "#6366f1", "memories": "#0ea5e9", "compaction": "#a855f7", "micro-compaction": "#eab308",
+               "edit": "#dc2626", "history window": "#64748b"}
+
+
+def prompt_cache_figure(rows, *, height=360):
+    """Each recorded turn's first request (rows of ``prompt_cache_report``) as a cached prefix and
+    an uncached rest stacked above zero, and the previous request's tokens it lost below zero,
+    coloured by what invalidated them. Turns not recorded leave a gap."""
+    turns = [row["turn"] for row in rows]
+    ids = [html.escape(str(row["message_id"])) for row in rows]
+
+    def bar(name, values, color):
+        return go.Bar(x=turns, y=values, name=name, marker={"color": color}, customdata=ids,
+                      hovertemplate=f"turn %{{x}} (%{{customdata}}): {name} %{{y:,}} tokens<extra></extra>")
+
+    traces = [bar("cached prefix", [row["cached_tokens"] for row in rows], CACHE_COLORS["cached prefix"]),
+              bar("uncached", [row["uncached_tokens"] for row in rows], CACHE_COLORS["uncached"])]
+    for cause, color in LOST_COLORS.items():
+        lost = [-row["lost_tokens"] if row["cause"] == cause and row["lost_tokens"] else None for row in rows]
+        if any(lost):
+            traces.append(bar(f"lost to {cause}", lost, color))
+    figure = go.Figure(traces)
+    figure.update_layout(
+        barmode="relative", height=height, margin={"l": 10, "r": 10, "t": 30, "b": 10}, plot_bgcolor="white",
+        xaxis={"title": "assistant turn on the branch", "dtick": max(1, len(rows) // 20)},
+        yaxis={"title": "estimated tokens (lost below 0)", "gridcolor": "#e5e7eb", "zerolinecolor": "#94a3b8"},
+        legend={"orientation": "h", "y": -0.25}, bargap=0.15,
     )
     return figure

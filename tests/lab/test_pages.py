@@ -1,4 +1,5 @@
 """Every page through Streamlit's AppTest on a temporary lab database, alone and inside the app."""
+import ast
 import re
 
 import pytest
@@ -373,3 +374,13 @@ def test_the_sidebar_keeps_the_current_database_when_a_file_is_not_one(lab_db, t
     assert any(e.value.startswith("Could not open it, so the current database stays open") and
                "file is not a database" in e.value for e in app.error)
     assert "database" not in app.session_state and app.session_state["session_ref"][2] == "support-order-4471"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_pages_hold_no_bare_strings_streamlit_would_draw(name):
+    """Streamlit's magic draws every bare expression of a page script: a docstring under a constant
+    shows on the page as text."""
+    body = ast.parse((ROOT / "pages" / name).read_text()).body
+    drawn = [node.lineno for node in body[1:]
+             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)]
+    assert drawn == [], f"{name}: bare strings at lines {drawn}"
