@@ -51,6 +51,21 @@ class StoreBusyError(StoreError):
     """Another writer held what a write needed for longer than the store's timeout; nothing was changed."""
 
 
+class StoreUnavailableError(StoreError):
+    """The PostgreSQL server cannot be reached, or is shutting down or starting up. Raised as soon as
+    that is known, not after the lock timeout; the store reconnects by itself once the server is back."""
+
+
+class StoreFullError(StoreError):
+    """The disk holding the database is full: the write was rolled back. Free some space and retry.
+    A SQLite file that cannot even start its shared-memory index on a full disk opens read-only."""
+
+
+class StoreReadOnlyError(StoreError):
+    """A write reached a database this store may only read: a write-protected file or folder, a store
+    opened with ``read_only=True``, or a read-only server. Reads still work."""
+
+
 class DamagedRowError(MemoryLabError):
     """A stored row cannot be read: its JSON is unreadable or of the wrong kind. ``memorylab check``
     lists every such row; reads that return many rows skip it with a ``DamagedRowWarning``."""

@@ -67,7 +67,7 @@ class Store:
     # _session_rows_between(alias, low, high): a session's rows in a seq range; close(); path (safe to
     # show); db; search_engine; _full_text(kind, query) for search; the expressions _instant,
     # _json_text, _json_values, _json_words, _glob and _glob_pattern; _NO_LIMIT. It may override
-    # _searchable, _FOR_UPDATE, _CHAIN_LATEST, _INTEGRITY and _BULK.
+    # _searchable, _FOR_UPDATE, _CHAIN_LATEST, _INTEGRITY, _BULK and read_only.
 
     _FOR_UPDATE = ""
     """Appended to the read that starts a session write: where writers do not queue for the whole
@@ -76,6 +76,10 @@ class Store:
     """Whether an append writes the message and moves the session's newest pointer in one statement."""
     _INTEGRITY = Integrity
     _BULK = BulkCopy
+    read_only = False
+    """Whether this store only reads: its writes raise ``StoreReadOnlyError`` (``StoreFullError`` when a
+    full disk is why), its reads work. A SQLite file opens so when asked, when write-protected, or
+    when its disk is full."""
 
     def __new__(cls, target=":memory:", **options):
         if cls is Store:

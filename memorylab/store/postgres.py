@@ -8,8 +8,12 @@ connection. Writers do not queue for the whole database as on SQLite: session wr
 session's row instead (``FOR NO KEY UPDATE``), which keeps "append under the newest leaf" and
 overlay numbering exact under concurrent appends. Passwords come from the environment
 (``PGPASSWORD``) or ``~/.pgpass`` as libpq reads them; ``path`` never shows one.
+
+A server that goes away is said at once (``StoreUnavailableError``), and once it is back no call fails:
+the pool checks a connection before handing it out and reconnects on demand (see ``_borrowed``).
 """
 import re
+import select
 import threading
 from contextlib import AbstractContextManager, contextmanager
 from typing import NoReturn
@@ -19,7 +23,15 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..errors import InvalidInputError, MemoryLabError, StoreBusyError, StoreError
+from ..errors import (
+    InvalidInputError,
+    MemoryLabError,
+    StoreBusyError,
+    StoreError,
+    StoreFullError,
+    StoreReadOnlyError,
+    StoreUnavailableError,
+)
 from .bulk import PostgresBulkCopy
 from .core import SNIPPET_MARKS, SearchEngine, Store, unstorable
 from .ddl import PostgresDDL
@@ -42,6 +54,10 @@ _FULL_TEXT = {
         f"memory_records r CROSS JOIN {_QUERY}", "r.tsv @@ q", "-ts_rank('{0.33, 0.33, 0.67, 1.0}', r.tsv, q)",
     ),
 }
+
+_PATIENCE = 0.1
+"""Seconds a call waits for a pooled connection before asking the server directly whether it is there."""
+_SERVER_GONE = ("57P01", "57P02", "57P03")  # admin shutdown (a restart, a killed backend), crash, starting up
 
 _PLACEHOLDER = re.compile(r"%|\?|(?<![:\w]):([A-Za-z_]\w*)")
 _translated = {}
@@ -100,6 +116,23 @@ def _one_line(error):
     return " ".join(str(error).split())
 
 
+def _readable(fd):
+    """Whether ``fd`` has something to read right now (``poll`` where there is one: ``select`` stops at fd 1023)."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([fd], [], [], 0)[0])
+
+
+def _server_gone(error):
+    """Whether ``error`` says the server is out of reach rather than refusing a statement: no answer at
+    all (no SQLSTATE), a connection failure (class 08), or a server shutting down or starting up."""
+    state = getattr(error, "sqlstate", None)
+    return isinstance(error, psycopg.OperationalError) and (
+        state is None or state.startswith("08") or state in _SERVER_GONE)
+
+
 class _Connection:
     """A pooled connection speaking the SQL of ``core``, with PostgreSQL's refusals made clear."""
 
@@ -135,23 +168,47 @@ class PostgresStore(Store):
 
     def __init__(self, url, *, timeout=30.0, pool_size=8):
         self.path = redact(url)
+        self._url = url
         self._timeout = timeout
         self._local = threading.local()
         try:
-            with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout))) as conn:
+            with self._connect() as conn:
                 migrate(PostgresDDL(conn))
+            # reconnect_timeout=0: a connection that cannot be made is not retried in the background for
+            # minutes (with growing pauses), it is asked for again by the next call, so the first call
+            # after the server is back connects at once.
             self._pool = ConnectionPool(
                 url, min_size=1, max_size=pool_size, timeout=timeout, open=False, configure=self._configure,
+                check=self._check, reconnect_timeout=0,
                 kwargs={"autocommit": True, "row_factory": _row_factory}, name="memorylab",
             )
             self._pool.open(wait=True, timeout=timeout)
         except psycopg.Error as error:
-            raise StoreError(f"cannot open the PostgreSQL store {self.path}: {_one_line(error)}") from error
+            message = f"cannot open the PostgreSQL store {self.path}: {_one_line(error)}"
+            if _server_gone(error):
+                raise StoreUnavailableError(f"{message}; the server cannot be reached, or is shutting down or "
+                                            "starting up: retry when it is back") from error
+            raise StoreError(message) from error
+
+    def _connect(self):
+        return psycopg.connect(self._url, autocommit=True, connect_timeout=max(1, int(self._timeout)))
 
     def _configure(self, conn):
         # A lock held longer than the timeout (a long import, a stuck writer) fails the waiting
         # statement instead of hanging it, as SQLite's busy timeout does.
         conn.execute(f"SET lock_timeout = {int(self._timeout * 1000)}")
+
+    def _check(self, conn):
+        """The pool's check of a connection it is about to hand out. An idle connection hears from the
+        server only when the server ends it (a restart, ``pg_terminate_backend``), so a quiet socket
+        costs no round trip; a readable one gets psycopg_pool's own check. A dead one drains the pool:
+        after a restart every other idle connection is as dead, and each would cost a check and a pause."""
+        try:
+            if _readable(conn.fileno()):
+                ConnectionPool.check_connection(conn)
+        except psycopg.OperationalError:
+            self._pool.drain()
+            raise
 
     @property
     def db(self) -> NoReturn:
@@ -174,8 +231,22 @@ class PostgresStore(Store):
                 "import or compaction, or another process); nothing was changed. Retry when it has finished, "
                 "or open the Store with a larger timeout="
             )
+        if _server_gone(error):
+            return StoreUnavailableError(
+                f"the PostgreSQL server of {self.path} cannot be reached, or is shutting down or starting up "
+                f"({_one_line(error)}); a write it interrupted was rolled back unless the server had committed it. "
+                "Retry when the server is back: the store reconnects by itself"
+            )
+        if isinstance(error, pg_errors.DiskFull):
+            return StoreFullError(f"the PostgreSQL server of {self.path} has no disk space left ({_one_line(error)}): "
+                                  "nothing was written; free some space on the server and retry")
+        if isinstance(error, pg_errors.ReadOnlySqlTransaction):
+            return StoreReadOnlyError(f"the PostgreSQL server of {self.path} takes no writes ({_one_line(error)}): "
+                                      "nothing was written; connect to the primary server, or to one that is not "
+                                      "read-only")
         if isinstance(error, psycopg.OperationalError):
-            return StoreError(f"lost the PostgreSQL store {self.path}: {_one_line(error)}; the next call reconnects")
+            return StoreError(f"the PostgreSQL server of {self.path} failed the request ({_one_line(error)}); "
+                              "retry, and if it goes on, read the server's log")
         return StoreError(f"{self.path}: PostgreSQL refused the statement ({_one_line(error)}); if the database was "
                           "changed outside memorylab, `memorylab check` says what is wrong")
 
@@ -189,7 +260,7 @@ class PostgresStore(Store):
             yield current
             return
         try:
-            with self._pool.connection() as raw:
+            with self._borrowed() as raw:
                 conn = _Connection(raw, self)
                 if isolation is None:
                     yield conn
@@ -204,6 +275,21 @@ class PostgresStore(Store):
                     self._local.conn = None
         except psycopg.Error as error:
             raise self._clear_error(error) from error
+
+    @contextmanager
+    def _borrowed(self):
+        """A live pooled connection. Waiting for one is the pool's job, up to the timeout; but when none
+        comes at once, a new connection of its own asks the server whether it is there at all, so that
+        an outage is said at once instead of after the timeout."""
+        try:
+            raw = self._pool.getconn(timeout=min(_PATIENCE, self._timeout))
+        except PoolTimeout:
+            self._connect().close()
+            raw = self._pool.getconn(timeout=self._timeout)
+        try:
+            yield raw
+        finally:
+            self._pool.putconn(raw)
 
     def transaction(self) -> AbstractContextManager[_Connection]:
         """A write transaction; nested calls join the outer one."""

@@ -1,12 +1,19 @@
 """The SQLite backend: an embedded file, the default.
 
-One ``SQLiteStore`` holds one connection guarded by a re-entrant lock, so Streamlit's script threads
-can share it. Several processes can open the same file: WAL lets readers run beside a writer, and
-every write starts with ``BEGIN IMMEDIATE`` under a busy timeout, so writers queue instead of
-failing (which is also why session writes need no row locks here). Search is FTS5.
+One ``SQLiteStore`` holds one writer connection guarded by a re-entrant lock, so Streamlit's script
+threads can share it, and reader connections beside it. Several processes can open the same file: WAL
+lets readers run beside a writer, and every write starts with ``BEGIN IMMEDIATE`` under a busy timeout,
+so writers queue instead of failing (which is also why session writes need no row locks here). A read
+uses the writer connection when no other thread holds it (its page cache is warm, and inside this
+thread's transaction it sees that transaction's rows), else an idle reader connection: reads never
+queue behind another thread's write, which may itself be waiting for another process. Search is FTS5.
+
+A file that cannot be written opens read-only, without writing a byte: a write-protected file or folder,
+``read_only=True``, or a full disk on which SQLite cannot even start the file's shared-memory index.
 """
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -14,29 +21,62 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import StoreBusyError, StoreError
+from ..errors import StoreBusyError, StoreError, StoreFullError, StoreReadOnlyError
 from .core import SNIPPET_MARKS, SearchEngine, Store, unstorable
 from .ddl import SQLiteDDL
 from .fts import FullText, fts_query
 from .integrity import SQLiteIntegrity
-from .migrations import migrate
+from .migrations import SCHEMA_VERSION, migrate
 from .schema import sqlite_json_words
 
 if TYPE_CHECKING:
     import sqlite_utils
 
+_READ_ONLY = "attempt to write a readonly database"
+_FULL = "database or disk is full"
 _FAULTS = (
-    # The start of SQLite's message: what it says about the file, and what to do.
-    ("file is not a database", "is not a SQLite database, or its header is damaged",
+    # The start of SQLite's message: the error, what it says about the file, and what to do.
+    ("file is not a database", StoreError, "is not a SQLite database, or its header is damaged",
      "open the right file, or restore a backup"),
-    ("database disk image is malformed", "is damaged",
+    ("database disk image is malformed", StoreError, "is damaged",
      "restore a backup, or salvage what is readable with `sqlite3 FILE .recover`"),
-    ("attempt to write a readonly database", "cannot be written",
-     "give this user write permission on the file and its folder, or open a copy"),
-    ("database or disk is full", "cannot grow: the disk is full", "free some space and retry"),
-    ("disk I/O error", "could not be read or written", "check the disk and retry"),
-    ("Cannot operate on a closed database", "is closed", "open a new Store"),
+    (_READ_ONLY, StoreReadOnlyError, "cannot be written",
+     "give this user write permission on the file and its folder, or open a copy; reads still work"),
+    (_FULL, StoreFullError, "cannot grow: the disk is full", "nothing was written; free some space and retry"),
+    ("unable to open database file", StoreError, "cannot be opened",
+     "name an existing file, or one in a folder this user may write in"),
+    ("disk I/O error", StoreError, "could not be read or written", "check the disk and retry"),
+    ("Cannot operate on a closed database", StoreError, "is closed", "open a new Store"),
 )
+_OPENED_READ_ONLY = {
+    # Why a store was opened read-only: what a write is told instead of SQLite's own refusal.
+    "asked": (StoreReadOnlyError, "was opened with read_only=True",
+              "nothing was written; open it without read_only to write"),
+    "protected": (StoreReadOnlyError, "is write-protected (the file or its folder), so it was opened read-only",
+                  "nothing was written; give this user write permission on the file and its folder, or write "
+                  "to a copy"),
+    "full": (StoreFullError, "was opened read-only because the disk is full",
+             "nothing was written; free some space and open the Store again"),
+}
+
+
+def _fault(error):
+    """SQLite's message for ``error``; an index that could not grow is a full disk (Python 3.11+ says which)."""
+    return _FULL if getattr(error, "sqlite_errorname", "") == "SQLITE_IOERR_SHMSIZE" else str(error)
+
+
+def _write_protected(path) -> bool:
+    """Whether this user may not write ``path``, or no one may by its mode bits: root could write it
+    anyway, but whoever took every write bit away meant it to stay as it is."""
+    return not os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids) \
+        or not path.stat().st_mode & 0o222
+
+
+def _wal_is_empty(file) -> bool:
+    """Whether every committed change is in the file itself, so that it can be read as it lies on disk."""
+    wal = Path(f"{file}-wal")
+    return not wal.exists() or wal.stat().st_size == 0
+
 
 _FULL_TEXT = {
     "messages": FullText(
@@ -61,46 +101,112 @@ def _fetch_tuples(cursor):
 
 
 class SQLiteStore(Store):
-    """``Store("lab.db")`` or ``Store(":memory:")``."""
+    """``Store("lab.db")``, ``Store("lab.db", read_only=True)`` or ``Store(":memory:")``."""
 
     _NO_LIMIT = -1
     _INTEGRITY = SQLiteIntegrity
     search_engine = SearchEngine("fts5", "SQLite FTS5, ranked by BM25")
 
-    def __init__(self, path=":memory:", *, timeout=30.0):
+    def __init__(self, path=":memory:", *, timeout=30.0, read_only=False):
         self.path = str(path)
         self._timeout = timeout
-        self._lock = threading.RLock()
-        try:
-            if self.path != ":memory:":
-                Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                self.path, timeout=timeout, check_same_thread=False, isolation_level=None
-            )
-        except (OSError, sqlite3.Error) as error:
-            raise StoreError(f"cannot open {self.path} ({error}): name a file in a folder this user may "
-                             "write in") from error
-        self._conn.row_factory = sqlite3.Row
+        self._lock = threading.RLock()  # the writer connection's
+        self._local = threading.local()  # .conn: the connection of this thread's transaction or snapshot
+        self._idle_readers, self._readers_lock, self._closed = [], threading.Lock(), False
+        self._reader_uri = None  # None: one connection serves everything (":memory:")
+        self._opened_read_only = None  # a key of _OPENED_READ_ONLY
         self._db = None
-        try:
-            self._set_up()
-        except sqlite3.Error as error:
-            self._conn.close()
-            raise self._clear_error(error) from error
+        file = None if self.path in (":memory:", "") else Path(self.path).expanduser()
+        if file is None:
+            self._conn = self._connect(self.path)
+            self._set_up(writable=True)
+        elif read_only:
+            self._open_read_only(file, "asked")
+        elif file.parent.exists() and _write_protected(file.parent) or file.exists() and _write_protected(file):
+            self._open_read_only(file, "protected")
+        else:
+            self._open_writable(file)
 
-    def _set_up(self):
-        """Connection settings and migrations; WAL mode and migrations need the write lock on a new file."""
-        self._conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
-        self._conn.execute("PRAGMA foreign_keys = ON")
-        if self.path != ":memory:":
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = NORMAL")
+    @property
+    def read_only(self) -> bool:
+        """Whether this store only reads (see ``_OPENED_READ_ONLY`` for why it may); a write raises
+        ``StoreReadOnlyError``, or ``StoreFullError`` on a full disk."""
+        return self._opened_read_only is not None
+
+    def _connect(self, target, *, uri=False):
+        try:
+            conn = sqlite3.connect(target, timeout=self._timeout, check_same_thread=False, isolation_level=None,
+                                   uri=uri)
+        except (OSError, sqlite3.Error) as error:
+            raise StoreError(f"cannot open {self.path} ({error}): name an existing file, or one in a folder this "
+                             "user may write in") from error
+        conn.row_factory = sqlite3.Row
+        return conn
+
+    def _open_writable(self, file):
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreError(f"cannot open {self.path} ({error}): name a file in a folder this user may write in") \
+                from error
+        self._conn = self._connect(str(file))
+        self._reader_uri = f"{file.resolve().as_uri()}?mode=ro"
+        try:
+            self._set_up(writable=True)
+        except StoreFullError as full:
+            try:
+                self._open_read_only(file, "full")
+            except StoreError:
+                raise full from full.__cause__
+
+    def _open_read_only(self, file, why):
+        """Open ``file`` for reading only. Reading a WAL file starts its shared-memory index beside it;
+        where that cannot be written (a protected folder, a full disk) but the file holds every change,
+        it is read as it lies on disk (SQLite's ``immutable``), which takes no lock either."""
+        self._opened_read_only = why
+        uri = f"{file.resolve().as_uri()}?mode=ro"
+        if _wal_is_empty(file) and (why == "protected" and _write_protected(file.parent) or why == "full"):
+            uri += "&immutable=1"
+        self._reader_uri = uri
+        self._conn = self._connect(uri, uri=True)
+        self._set_up(writable=False)
+
+    def _set_up(self, writable):
+        """Connection settings, then migrations or, read-only, a check that none is due. Only a new or
+        older file is written to here: WAL mode and migrations need the write lock."""
+        try:
+            self._configure(self._conn)
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            ddl = SQLiteDDL(self._conn)
+            if not writable:
+                self._check_schema(ddl.version())
+                return
+            if self._reader_uri is not None:
+                self._conn.execute("PRAGMA journal_mode = WAL")
+            with self._lock:
+                migrate(ddl)
+        except BaseException as error:
+            self._conn.close()
+            if isinstance(error, sqlite3.Error):
+                raise self._clear_error(error) from error
+            raise
+
+    def _configure(self, conn):
+        conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+        if self._reader_uri is not None:
+            conn.execute("PRAGMA synchronous = NORMAL")
             # Up to 64 MiB of pages (SQLite's default is 2 MiB): walking a 10k-message path hops
             # between index and table pages spread over the file, and re-reading them was about a
             # quarter of get_history. The cache only grows as pages are read.
-            self._conn.execute("PRAGMA cache_size = -65536")
-        with self._lock:
-            migrate(SQLiteDDL(self._conn))
+            conn.execute("PRAGMA cache_size = -65536")
+
+    def _check_schema(self, version):
+        if version != SCHEMA_VERSION:
+            raise StoreReadOnlyError(
+                f"{self.path} has schema version {version} and this memorylab reads version {SCHEMA_VERSION}; "
+                "opened read-only, it cannot be migrated: open it once with write permission (or read it with the "
+                "memorylab that wrote it)"
+            )
 
     @property
     def db(self) -> sqlite_utils.Database:
@@ -118,6 +224,10 @@ class SQLiteStore(Store):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+        with self._readers_lock:
+            self._closed = True
+            while self._idle_readers:
+                self._idle_readers.pop().close()
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -126,37 +236,77 @@ class SQLiteStore(Store):
             if self._conn.in_transaction:
                 yield self._conn
                 return
-            self._execute("BEGIN IMMEDIATE")
+            outer, self._local.conn = getattr(self._local, "conn", None), self._conn
             try:
+                self._run(self._conn, "BEGIN IMMEDIATE")
                 yield self._conn
-                self._execute("COMMIT")
+                self._run(self._conn, "COMMIT")
             except BaseException as error:
                 if self._conn.in_transaction:  # after a full disk or an I/O error SQLite has rolled back itself
-                    self._execute("ROLLBACK")
+                    self._run(self._conn, "ROLLBACK")
                 if isinstance(error, (sqlite3.Error, UnicodeEncodeError)):
                     raise self._clear_error(error) from error
                 raise
+            finally:
+                self._local.conn = outer
 
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
-        """A read transaction: several SELECTs see one consistent state of the file."""
-        with self._lock:
-            if self._conn.in_transaction:
-                yield self._conn
-                return
-            self._execute("BEGIN")
+        """A read transaction: several SELECTs see one consistent state of the file. Inside this
+        thread's transaction or snapshot it joins that one."""
+        pinned = getattr(self._local, "conn", None)
+        if pinned is not None:
+            yield pinned
+            return
+        with self._reading() as conn:
+            self._local.conn = conn
+            self._run(conn, "BEGIN")
             try:
-                yield self._conn
+                yield conn
             except (sqlite3.Error, UnicodeEncodeError) as error:
                 raise self._clear_error(error) from error
             finally:
-                if self._conn.in_transaction:
-                    self._execute("COMMIT")
+                self._local.conn = None
+                if conn.in_transaction:
+                    self._run(conn, "COMMIT")
 
-    def _execute(self, sql, params=(), fetch=None):
-        """Run one statement (and ``fetch`` its rows), where any failure becomes a MemoryLabError."""
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection for a read: this thread's transaction or snapshot, else the writer when no
+        other thread holds it, else an idle reader connection."""
+        pinned = getattr(self._local, "conn", None)
+        if pinned is not None:
+            yield pinned
+        elif self._lock.acquire(blocking=self._reader_uri is None):
+            try:
+                yield self._conn
+            finally:
+                self._lock.release()
+        else:
+            with self._reader() as conn:
+                yield conn
+
+    @contextmanager
+    def _reader(self) -> Iterator[sqlite3.Connection]:
+        """An idle reader connection (opened when none is), given back afterwards."""
+        with self._readers_lock:
+            conn = self._idle_readers.pop() if self._idle_readers else None
+        if conn is None:
+            conn = self._connect(self._reader_uri, uri=True)
+            self._configure(conn)
         try:
-            cursor = self._conn.execute(sql, params)
+            yield conn
+        finally:
+            with self._readers_lock:
+                if self._closed:
+                    conn.close()
+                else:
+                    self._idle_readers.append(conn)
+
+    def _run(self, conn, sql, params=(), fetch=None):
+        """Run one statement on ``conn`` (and ``fetch`` its rows), where any failure becomes a MemoryLabError."""
+        try:
+            cursor = conn.execute(sql, params)
             return cursor if fetch is None else fetch(cursor)
         except (sqlite3.Error, UnicodeEncodeError) as error:
             raise self._clear_error(error) from error
@@ -165,32 +315,35 @@ class SQLiteStore(Store):
         """The MemoryLabError for a failed statement: what it says about the file, and what to do."""
         if isinstance(error, UnicodeEncodeError):
             return unstorable(error, "SQLite")
-        message = str(error)
+        message = _fault(error)
         if message.startswith("database is locked"):  # SQLite's busy handler has retried for ``timeout`` s
             return StoreBusyError(
                 f"{self.path} stayed locked by another writer for {self._timeout:g} s (a long import or "
                 "compaction, or another process); nothing was changed. Retry when it has finished, or open "
                 "the Store with a larger timeout="
             )
-        for start, what, advice in _FAULTS:
+        if message.startswith(_READ_ONLY) and self._opened_read_only:
+            kind, what, advice = _OPENED_READ_ONLY[self._opened_read_only]
+            return kind(f"{self.path} {what} ({message}): {advice}")
+        for start, kind, what, advice in _FAULTS:
             if message.startswith(start):
-                return StoreError(f"{self.path} {what} ({message}): {advice}")
+                return kind(f"{self.path} {what} ({message}): {advice}")
         return StoreError(f"{self.path}: SQLite refused the statement ({message}); if the file was changed outside "
                           "memorylab, `memorylab check` says what is wrong")
 
     def _one(self, sql, params=()):
-        with self._lock:
-            return self._execute(sql, params, sqlite3.Cursor.fetchone)
+        with self._reading() as conn:
+            return self._run(conn, sql, params, sqlite3.Cursor.fetchone)
 
     def _all(self, sql, params=()):
-        with self._lock:
-            return self._execute(sql, params, sqlite3.Cursor.fetchall)
+        with self._reading() as conn:
+            return self._run(conn, sql, params, sqlite3.Cursor.fetchall)
 
     def _all_tuples(self, sql, params=()):
         """``_all`` as plain tuples, for reads of thousands of rows unpacked by position: making a
         ``sqlite3.Row`` for each was a tenth of reading a 10,000-message branch."""
-        with self._lock:
-            return self._execute(sql, params, _fetch_tuples)
+        with self._reading() as conn:
+            return self._run(conn, sql, params, _fetch_tuples)
 
     # -- dialect --------------------------------------------------------------------------------
 
