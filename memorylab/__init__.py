@@ -34,6 +34,8 @@ from .memory.longterm import LongTermMemory
 
 # The model layer: the chat loop and every model call, through litellm.
 from .llm.chat import ChatRunner
+from .llm.prompt_cache import PromptCacheReport, prompt_cache_report
+from .llm.replay import BranchComparison, ReplayResult, compare_branches
 from .llm.models import (DEFAULT_LOCAL_MODEL, complete, complete_text, count_tokens, make_summarizer, usable_models,
                          usage_and_cost)
 
@@ -67,6 +69,9 @@ from .errors import (
     ReadOnlyBlockError,
     StoreBusyError,
     StoreError,
+    StoreFullError,
+    StoreReadOnlyError,
+    StoreUnavailableError,
 )
 
 __all__ = [
@@ -84,8 +89,9 @@ __all__ = [
     # long-term memory
     "LongTermMemory",
     # model layer
-    "DEFAULT_LOCAL_MODEL", "ChatRunner", "complete", "complete_text", "count_tokens", "make_summarizer",
-    "usable_models", "usage_and_cost",
+    "BranchComparison", "DEFAULT_LOCAL_MODEL", "ChatRunner", "ReplayResult", "compare_branches", "complete",
+    "complete_text", "count_tokens", "make_summarizer", "usable_models", "usage_and_cost",
+    "PromptCacheReport", "prompt_cache_report",
     # experiments
     "ExperimentResults", "ExperimentSpec", "Experiments", "load_spec", "propose_probes",
     # import/export, messages, tokens
@@ -97,4 +103,5 @@ __all__ = [
     "AmbiguousAgentError", "BlockBudgetError", "ConflictError", "DamagedRowError", "DamagedRowWarning",
     "ImportFormatError", "InvalidInputError", "InvalidMessageError", "MemoryLabError", "ModelError",
     "ModelOutputError", "NotFoundError", "NothingToSummarizeError", "ReadOnlyBlockError", "StoreBusyError", "StoreError",
+    "StoreFullError", "StoreReadOnlyError", "StoreUnavailableError",
 ]

@@ -13,6 +13,8 @@ if session is None:
 from memorylab.llm.chat import ChatRunner, chat_errors  # noqa: E402  (after the page shows: it loads the model layer)
 from memorylab.memory.longterm import LongTermMemory  # noqa: E402
 from memorylab.lab.samples import LONGTERM_WORKSPACE  # noqa: E402
+from memorylab.llm.prompt_cache import prompt_cache_report, turn_cache_caption  # noqa: E402
+from pages.replay_panel import render_replay  # noqa: E402
 
 SHOWN_MESSAGES = 50  # a branch's newest messages drawn at first; earlier ones load on request, as many again
 
@@ -75,6 +77,14 @@ def branch_switcher(message, column, siblings):
         st.rerun()
 
 
+@st.cache_resource(max_entries=8, show_spinner=False)
+def cache_rows(branch, model, _session, _leaf_id):
+    """The prompt-cache report's rows of the recorded turns, by assistant message id, once per branch
+    version and pricing model (the Context window page charts the same report)."""
+    return {message_id: row for message_id, row in prompt_cache_report(_session, _leaf_id, model=model)
+            .by_message_id().items() if row["recorded"]}
+
+
 def toggle_pin(message_id, pinned):
     if pinned:
         session.unpin(message_id)
@@ -117,6 +127,7 @@ with chat_column:
     window = history[len(history) - shown:]
     siblings = sibling_ids(branch_key(session, leaf_id), tuple(m["parent_id"] for m in window if m.get("parent_id")),
                            session)
+    cached = cache_rows(branch_key(session, leaf_id), model, session, leaf_id)
     for message in window:
         if is_summary_message(message):
             with st.chat_message("assistant", avatar="🗜️"):
@@ -130,6 +141,8 @@ with chat_column:
             if pinned:
                 st.caption("📌 Pinned: compactions keep this message whole")
             render_parts(message)
+            if message["id"] in cached:
+                st.caption(turn_cache_caption(cached[message["id"]]))
             actions = st.columns([1, 1, 2])
             if actions[1].button("📌", key=f"pin_{message['id']}", type="primary" if pinned else "secondary",
                                  help="Unpin: let compactions summarize it again" if pinned
@@ -207,3 +220,6 @@ with side_column:
         with st.expander(f"Model errors ({len(errors)})", expanded=False):
             for record in reversed(errors):
                 st.error(f"{record['at']} · {record.get('model')} · {record.get('message')}")
+
+st.divider()
+render_replay(session, leaf_id, long_term=long_term)

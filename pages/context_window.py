@@ -2,7 +2,9 @@ import pandas as pd
 import streamlit as st
 
 from memorylab.history.budget import HistoryBudget, prompt_and_tool_rows
-from memorylab.lab.viz import context_window_figure
+from memorylab.lab.viz import context_window_figure, prompt_cache_figure
+from memorylab.llm.models import KEYED_PROVIDERS
+from memorylab.llm.prompt_cache import dollars, prompt_cache_report
 from pages.common import active_leaf, branch_history, branch_key, session_page
 
 store, session = session_page(
@@ -62,3 +64,41 @@ if st.button("Count with the model's tokenizer"):
     columns[0].metric("Estimate", f"{total:,}")
     columns[1].metric(f"Counted ({counted['source']})", f"{exact:,}", help=counted["note"])
     columns[2].metric("Drift", f"{drift:+.1%}", help="How far the estimate is from the tokenizer's count")
+
+st.subheader("Prompt cache, turn by turn")
+st.caption("Of each turn's first request, the prefix it shares with the previous request on this branch is what a "
+           "provider's prefix cache can serve; the rest of the previous request is lost, and the table says what "
+           "invalidated it. Tokens are estimates; prices come from litellm's cost map.")
+OWN_MODEL = "each turn's own model"
+
+
+@st.cache_resource(max_entries=8, show_spinner="Reading the recorded requests and their prices…")
+def cache_report(branch, model, _session, _leaf_id):
+    """One report per branch version and pricing model: a new turn is a new version."""
+    return prompt_cache_report(_session, _leaf_id, model=model)
+
+
+branch = branch_key(session, leaf_id)
+report = cache_report(branch, None, session, leaf_id)
+if not report.recorded_rows:
+    st.info("No recorded turns on this branch: chat on this branch to record requests. Turns imported or "
+            "stored before recording existed show as not recorded.")
+else:
+    price_as = st.selectbox("Price the turns as", [OWN_MODEL, *(model for _, _, model, _ in KEYED_PROVIDERS)],
+                            help="A hosted model's prices show what this branch would cost there, with and "
+                                 "without caching.")
+    if price_as != OWN_MODEL:
+        report = cache_report(branch, price_as, session, leaf_id)
+    totals = report.totals()
+    columns = st.columns(4)
+    columns[0].metric("Input served from the cache", f"{totals['cached_share']:.0%}",
+                      help=f"{totals['cached_input_tokens']:,} of {totals['input_tokens']:,} estimated input tokens")
+    columns[1].metric("Lost to invalidations", f"{totals['lost_tokens']:,} tokens",
+                      help=", ".join(f"{cause}: {tokens:,}" for cause, tokens in totals["lost_by_cause"].items()))
+    for column, key, label in ((columns[2], "cost_cached", "Cost with caching"),
+                               (columns[3], "cost_uncached", "Cost without caching")):
+        column.metric(label, "no price" if totals[key] is None else dollars(totals[key]))
+    st.plotly_chart(prompt_cache_figure(report.rows), width="stretch", config={"displaylogo": False})
+    for note in report.notes:
+        st.caption(note)
+    st.dataframe(report.frame(), hide_index=True, width="stretch")

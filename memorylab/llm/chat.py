@@ -14,10 +14,11 @@ from collections.abc import Generator
 
 from ..errors import DamagedRowError, InvalidInputError, ModelError, NotFoundError
 from .models import DEFAULT_LOCAL_MODEL, check_request, complete, redact_secrets, usage_and_cost
+from .prompt_cache import PROMPT_CACHE_KEY, RequestRecorder, request_fingerprint
 from ..memory.longterm import render_memory_block
 from ..messages import message_text, to_openai, utc_now_iso
 from ..shapes import Message
-from ..tokens import compact_json
+from ..tokens import compact_json, estimate_message_tokens
 from ..history.tool_pairs import REJECTED_KINDS, lint_path, repair_path
 from ..history.truncation import truncate_older_messages
 from ..validation import check_integer
@@ -62,6 +63,7 @@ class ChatRunner:
         self.completion_kwargs = completion_kwargs
         self.last_request = None  # {"model", "messages", "tools", "memories"}: what the latest model call sent
         self.last_message = None  # the assistant message the latest turn stored
+        self._requests = RequestRecorder()  # the latest request's fingerprint, for the prompt-cache record
 
     # -- turns -------------------------------------------------------------------------------
 
@@ -90,6 +92,14 @@ class ChatRunner:
         """Fork: store ``text`` as a sibling of user message ``user_message_id`` and answer it."""
         original = self._stored(user_message_id, "user")
         return self._reply(self._add_user(text, parent_id=original["parent_id"]), stream)
+
+    def replay(self, leaf_id, *, model=None, on_progress=None, cancel=None, **completion_args) -> "ReplayResult":
+        """Ask every user turn of the branch ending at ``leaf_id`` again under ``model`` (default: this
+        runner's) with ``completion_args`` over this runner's, as a sibling branch from its first user
+        message; returns a ReplayResult. Memories are recalled, none extracted (``replay_branch``)."""
+        from .replay import replay_branch  # loaded when a replay runs, like the model layer itself
+
+        return replay_branch(self, leaf_id, model=model, on_progress=on_progress, cancel=cancel, **completion_args)
 
     def _reply(self, user, stream):
         turn = self._answer(user, stream=stream)
@@ -153,9 +163,13 @@ class ChatRunner:
             tools = self.session.tools()
             request = self.build_request(user["id"], history=history)
             messages, turn.memories = request["messages"], len(request["memories"])
+            fingerprint = _request_fingerprint(self, history, request)
+            turn.prompt_cache = self._requests.record(self.session, user, history, fingerprint)
+            tokens = fingerprint.tokens
             while True:
                 self.last_request = {"model": self.model, "messages": list(messages), "tools": request["tools"],
                                      "memories": request["memories"]}
+                turn.request_tokens.append(tokens)
                 response = yield from self._call(messages, request["tools"], stream, turn, started)
                 calls = turn.add_reply(response)
                 if not calls:
@@ -164,7 +178,9 @@ class ChatRunner:
                 round_parts = [self._tool_part(tools, call, run) for call in calls]
                 turn.tool_rounds += run
                 turn.parts.extend(round_parts)
-                messages = messages + to_openai([{"role": "assistant", "parts": turn.round_text + round_parts}])
+                round_message = {"role": "assistant", "parts": turn.round_text + round_parts}
+                messages = messages + to_openai([round_message])
+                tokens += estimate_message_tokens(round_message)
                 if not run:
                     turn.limit_reached = True
                     break
@@ -176,6 +192,7 @@ class ChatRunner:
         finally:
             self.session.refresh_system_prompt()  # between turns, never inside one
         answer = self._store(user, turn, started)
+        self._requests.remember(answer["id"], fingerprint)
         self._after_turn(user, answer)
         return answer
 
@@ -259,12 +276,18 @@ class _Turn:
         self.first_token_ms = None
         self.finish_reason = None
         self.memories = 0
+        self.prompt_cache = None  # the first request's fingerprint, as stored (``prompt_cache.RequestRecorder``)
+        self.request_tokens = []  # estimated tokens of each request sent
+        self.cached_tokens = None  # what the provider reported as read from its cache, when it did
 
     def add_reply(self, response):
         """Record one model reply; returns the tool calls it asks for."""
         spent = usage_and_cost(response, self.model)
         for key in USAGE_KEYS:
             self.usage[key] += spent["usage"][key]
+        cached = _provider_cached_tokens(response)
+        if cached is not None:
+            self.cached_tokens = (self.cached_tokens or 0) + cached
         self.cost = None if self.cost is None or spent["cost"] is None else self.cost + spent["cost"]
         choice = response.choices[0]
         self.finish_reason = choice.finish_reason
@@ -281,6 +304,11 @@ class _Turn:
             metadata["tool_round_limit_reached"] = True
         if self.memories:
             metadata["long_term_memories"] = self.memories
+        if self.cached_tokens is not None:
+            metadata["usage"] = {**self.usage, "cached_tokens": self.cached_tokens}
+        if self.prompt_cache is not None:
+            rounds = {"rounds": self.request_tokens[1:]} if len(self.request_tokens) > 1 else {}
+            metadata[PROMPT_CACHE_KEY] = {**self.prompt_cache, **rounds}
         return metadata
 
 
@@ -296,16 +324,14 @@ def build_request(session, leaf_id=None, *, history=None, history_window=None, m
     """
     if history is None:
         history = session.get_history(leaf_id)
-    history = _windowed(history, history_window)
-    if repair_tool_pairs:
-        history = repair_path(history)
+    _, history = _sent_history(history, history_window, repair_tool_pairs)
     messages = []
     system_prompt = session.freeze_system_prompt()
     if system_prompt:
         messages.append({"role": "system", "content": system_prompt})
     if memories:
         messages.append({"role": "system", "content": render_memory_block(memories)})
-    messages.extend(to_openai(truncate_older_messages(history)))
+    messages.extend(to_openai(history))
     return {"messages": messages, "tools": session.openai_tools()}
 
 
@@ -338,3 +364,27 @@ def _ms_since(started):
 
 def _call_id():
     return "call_" + uuid.uuid4().hex[:12]
+
+
+def _sent_history(history, history_window, repair_tool_pairs):
+    """``(whole, sent)``: the messages a request holds, before and after micro-compaction (a message
+    it leaves whole is the same object in both)."""
+    whole = _windowed(history, history_window)
+    if repair_tool_pairs:
+        whole = repair_path(whole)
+    return whole, truncate_older_messages(whole)
+
+
+def _request_fingerprint(runner, history, request):
+    """The prompt-cache fingerprint of ``request``, built from ``history`` by ``runner``."""
+    whole, sent = _sent_history(history, runner.history_window, runner.repair_tool_pairs)
+    prompt = runner.session.freeze_system_prompt()
+    memories = request["messages"][1 if prompt else 0]["content"] if request["memories"] else None
+    return request_fingerprint(prompt, request["tools"], memories, whole, sent)
+
+
+def _provider_cached_tokens(response):
+    """The prompt tokens the provider read from its cache (``prompt_tokens_details.cached_tokens``), or None."""
+    details = getattr(getattr(response, "usage", None), "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None)
+    return cached if isinstance(cached, int) else None

@@ -1,4 +1,5 @@
-"""Pins from the lab: set and cleared on the Chat and Tree pages, shown on both and in the Compaction lab."""
+"""Pins from the lab (set and cleared on the Chat and Tree pages, shown there and in the Compaction lab),
+and the Chat page's prompt-cache line under each turn it sent."""
 from memorylab import Session, Store
 
 from tests.helpers import text_message
@@ -56,3 +57,14 @@ def test_compaction_lab_keeps_a_pinned_message_out_of_the_summary(lab_db):
     assert any("pinned message(s) in this span" in info.value for info in app.info)
     prompt = next(code.value for code in app.code if "Messages to summarize" in code.value)
     assert "message number 12 " not in prompt and "message number 11 " in prompt
+
+
+def test_chat_shows_each_recorded_turns_prompt_cache(lab_db):
+    seeded(lab_db, count=4)
+    app = run_page("chat.py", session_ref=REF, completion_kwargs={"mock_response": "Noted."})
+    app.chat_input[0].set_value("First question").run()
+    app.chat_input[0].set_value("Second question").run()
+    assert not app.exception, [e.message for e in app.exception]
+    captions = [c.value for m in app.chat_message for c in m.caption if c.value.startswith("cache:")]
+    assert len(captions) == 2, captions  # the seeded answers were not sent by a runner: no caption
+    assert "a cached prefix" in captions[-1] and not captions[-1].startswith("cache: 0 of")
