@@ -2,6 +2,7 @@
 
     python benchmarks/run.py [--quick] [--json PATH] [--markdown] [--only GROUP] [--postgres URL]
     python benchmarks/run.py --scale [--scale-million] [--markdown] [--json PATH] [--postgres URL]
+    python benchmarks/run.py --scale --memory [--messages N] [--markdown] [--json PATH] [--postgres URL]
 
 Each benchmark runs memorylab and its baselines in this process, interleaved (batch by batch or
 call by call, the order rotating), for several repetitions, and reports the medians and the ratio
@@ -1102,6 +1103,56 @@ def bench_scale(workdir, url=None, *, million=False):
     return scale_rows(measured, path_length, size)
 
 
+MEMORY_MESSAGES = 200_000
+MEMORY_BOUND_MIB = 150
+"""Peak memory growth allowed to each bounded operation on the 200,000-message session (issue 23)."""
+WHOLE_LIST_READS = ("get_history", "plan_compaction(get_history())")
+"""Operations that build the whole history as a list: measured beside their bounded twins, no bound."""
+
+
+def bench_memory(workdir, url=None, messages=MEMORY_MESSAGES):
+    """``{operation: {backend: {"mib", "seconds"}}}``: each of scale.MEMORY_OPERATIONS on a session of
+    ``messages`` messages (benchmarks/scale.py's long session), in a fresh process each, on SQLite and,
+    copied there, on PostgreSQL (memory of this client process; the server's is its own)."""
+    from scale import MEMORY_OPERATIONS, add_long_session, memory_growth
+    from memorylab.migrate import copy_store
+
+    target = workdir / "memory.db"
+    started = time.perf_counter()
+    with Store(target) as store:
+        add_long_session(store, messages)
+    print(f"memory: built a {messages:,}-message session in {time.perf_counter() - started:.0f} s")
+    with postgres_server(url) as url, ExitStack() as schemas:
+        copies = {"sqlite": target}
+        if url is not None:
+            copies["postgres"] = schemas.enter_context(fresh_schema(url))
+            copy_store(target, copies["postgres"])
+            analyze_messages(copies["postgres"])
+        return {operation: {backend: memory_growth(operation, copy) for backend, copy in copies.items()}
+                for operation in MEMORY_OPERATIONS}
+
+
+def print_memory(measured, messages, markdown=False):
+    """One line per operation: peak growth and seconds per backend, and the bound it is held to."""
+    header = ("operation", "SQLite MiB", "SQLite s", "PostgreSQL MiB", "PostgreSQL s", "bound", "status")
+    lines = []
+    for operation, backends in measured.items():
+        cells = []
+        for backend in BACKENDS:
+            found = backends.get(backend)
+            cells += [f"{found['mib']:.0f}", f"{found['seconds']:.2f}"] if found else ["-", "-"]
+        bounded = operation not in WHOLE_LIST_READS
+        over = [BACKENDS[b] for b, found in backends.items() if found["mib"] >= MEMORY_BOUND_MIB]
+        status = ("MISSED (" + ", ".join(over) + ")" if over else "ok") if bounded else "the whole list"
+        lines.append((operation, *cells, f"< {MEMORY_BOUND_MIB} MiB" if bounded else "-", status))
+    print(f"\nmemory: peak RSS growth of a fresh process, {messages:,}-message session (3 overlays)")
+    if markdown:
+        print_markdown_lines(header, "| --- | ---: | ---: | ---: | ---: | --- | --- |", lines)
+        return
+    for line in (header, *lines):
+        print(f"{line[0]:<32}" + "".join(f"{cell:>15}" for cell in line[1:5]) + f"  {line[5]:<12}{line[6]}")
+
+
 def print_scale(rows, markdown=False):
     header = ("measure", "SQLite", "PostgreSQL", "target", "status", "workload")
     lines = [(row.name, *(format_seconds(row.seconds.get(b)) for b in BACKENDS), row.target, row.status, row.unit)
@@ -1227,9 +1278,22 @@ def main():
                              "SQLite and PostgreSQL")
     parser.add_argument("--scale-million", action="store_true",
                         help="the same store filled to 1,000,000 messages: search and history only")
+    parser.add_argument("--memory", action="store_true",
+                        help="with --scale: peak memory of reading, exporting, planning and checking one long "
+                             "session (--messages), each in a fresh process, on SQLite and PostgreSQL")
+    parser.add_argument("--messages", type=int, default=MEMORY_MESSAGES,
+                        help=f"messages of the --memory session (default {MEMORY_MESSAGES:,}; try a smaller one first)")
     args = parser.parse_args()
     started = time.perf_counter()
     print(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}")
+    if args.memory:
+        with tempfile.TemporaryDirectory(prefix="memorylab-memory-") as tmp:
+            measured = bench_memory(Path(tmp), args.postgres, args.messages)
+        print_memory(measured, args.messages, args.markdown)
+        print(f"ran in {time.perf_counter() - started:.0f} s; load average after: {os.getloadavg()[0]:.2f}")
+        if args.json:
+            Path(args.json).write_text(json.dumps(measured, indent=2) + "\n")
+        return
     if args.scale or args.scale_million:
         with tempfile.TemporaryDirectory(prefix="memorylab-scale-") as tmp:
             rows = bench_scale(Path(tmp), args.postgres, million=args.scale_million)

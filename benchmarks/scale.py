@@ -3,6 +3,11 @@
 through Streamlit's AppTest with the long session selected, first render and rerun.
 
     python benchmarks/scale.py [--db PATH] [--messages N] [--sessions N] [--page NAME ...]
+    python benchmarks/scale.py --probe OPERATION TARGET
+
+``--probe`` runs one of ``MEMORY_OPERATIONS`` on the long session of the store at TARGET (a file or a
+PostgreSQL URL) and prints its peak memory growth and seconds as JSON (``memory_growth`` runs it in a
+fresh process).
 
 Without ``--db`` the store is built in a temporary directory; with it, an existing file is reused
 as it is (build it once, measure many times).
@@ -11,7 +16,9 @@ import argparse
 import json
 import logging
 import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -20,9 +27,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memorylab import Session, Store, import_session, load_samples  # noqa: E402
+from memorylab import Session, Store, import_session, load_samples, plan_compaction  # noqa: E402
+from memorylab.check import check_database  # noqa: E402
 from memorylab.importers import import_source  # noqa: E402
-from memorylab.io import EXPORT_FORMAT, EXPORT_VERSION  # noqa: E402
+from memorylab.io import EXPORT_FORMAT, EXPORT_VERSION, write_export  # noqa: E402
 
 LONG_SESSION = ("default", "scale-agent", "long-session")
 """(tenant, agent, session id) of the long session, as the lab's ``session_ref`` names it."""
@@ -54,12 +62,7 @@ def build_scale_store(target, *, messages=20_000, small_sessions=3_000):
     ``small_sessions`` sessions of four messages, imported as OpenAI chat JSONL."""
     with Store(target) as store:
         load_samples(store)
-        session = import_session(store, long_session_export(messages))
-        path = [m["id"] for m in session.get_history(apply_compactions=False)]
-        span = len(path) // 7  # three overlays over the older part of the path, as compaction leaves them
-        for start in (0, span, 2 * span):
-            session.add_compaction(f"Summary of messages {start} to {start + span - 1}: batches re-run, "
-                                   "owners agreed.", path[start], path[start + span - 1])
+        add_long_session(store, messages)
         with tempfile.TemporaryDirectory() as tmp:
             small = Path(tmp) / "small.jsonl"
             with open(small, "w", encoding="utf-8") as file:
@@ -71,6 +74,18 @@ def build_scale_store(target, *, messages=20_000, small_sessions=3_000):
                         {"role": "assistant", "content": "Anything else?"},
                     ]}) + "\n")
             import_source(store, small, agent_id="small-agent")
+
+
+def add_long_session(store, messages):
+    """The long session of ``messages`` messages, with three overlays over the oldest three sevenths of
+    its newest path, as compaction leaves them."""
+    session = import_session(store, long_session_export(messages))
+    path = [m["id"] for m in session.get_history(apply_compactions=False)]
+    span = len(path) // 7
+    for start in (0, span, 2 * span):
+        session.add_compaction(f"Summary of messages {start} to {start + span - 1}: batches re-run, "
+                               "owners agreed.", path[start], path[start + span - 1])
+    return session
 
 
 def fill_store(target, messages, *, per_conversation=100):
@@ -116,7 +131,51 @@ def page_times(target, pages=PAGES, repetitions=3):
     return times
 
 
+MEMORY_OPERATIONS = {
+    "get_history": lambda session, scratch: session.get_history(),
+    "iter_history": lambda session, scratch: sum(1 for _ in session.iter_history()),
+    "write_export": lambda session, scratch: write_export(session, Path(scratch) / "export.json"),
+    "Session.plan_compaction": lambda session, scratch: session.plan_compaction(),
+    "plan_compaction(get_history())": lambda session, scratch: plan_compaction(session.get_history()),
+    "memorylab check": lambda session, scratch: check_database(session.store),
+}
+"""What ``--probe`` measures, each on the long session: the whole-list reads and their bounded twins."""
+
+
+def peak_mib():
+    """The process's peak resident memory so far, in MiB: Linux's VmHWM, which starts afresh with the
+    program, where it has one (ru_maxrss carries the peak of the process that started this one across
+    exec, so a probe started by a big benchmark would see no growth at all), else ru_maxrss."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        line = next(line for line in status.read_text().splitlines() if line.startswith("VmHWM:"))
+        return int(line.split()[1]) / 1024
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return maxrss / 1024 / (1024 if sys.platform == "darwin" else 1)  # bytes on macOS, KiB elsewhere
+
+
+def probe(operation, target):
+    """``{"mib", "seconds"}`` of one operation: peak memory growth over the process as it stood after
+    imports and opening the store and the session, and time taken."""
+    with Store(target) as store, tempfile.TemporaryDirectory() as scratch:
+        session = Session.open(store, LONG_SESSION[2], tenant_id=LONG_SESSION[0], agent_id=LONG_SESSION[1])
+        session.get_latest_leaf_id()
+        before, started = peak_mib(), time.perf_counter()
+        MEMORY_OPERATIONS[operation](session, scratch)
+        return {"mib": peak_mib() - before, "seconds": time.perf_counter() - started}
+
+
+def memory_growth(operation, target):
+    """``probe`` in a fresh Python process, so that no earlier read has raised its peak already."""
+    done = subprocess.run([sys.executable, __file__, "--probe", operation, str(target)], capture_output=True,
+                          text=True, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 def main():
+    if sys.argv[1:2] == ["--probe"]:
+        print(json.dumps(probe(*sys.argv[2:4])))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", help="the scale store: built here when the file does not exist, else reused")
     parser.add_argument("--messages", type=int, default=20_000, help="messages of the long session")

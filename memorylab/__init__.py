@@ -72,6 +72,7 @@ from .errors import (
     StoreFullError,
     StoreReadOnlyError,
     StoreUnavailableError,
+    StaleWriteError,
 )
 
 __all__ = [
@@ -103,5 +104,5 @@ __all__ = [
     "AmbiguousAgentError", "BlockBudgetError", "ConflictError", "DamagedRowError", "DamagedRowWarning",
     "ImportFormatError", "InvalidInputError", "InvalidMessageError", "MemoryLabError", "ModelError",
     "ModelOutputError", "NotFoundError", "NothingToSummarizeError", "ReadOnlyBlockError", "StoreBusyError", "StoreError",
-    "StoreFullError", "StoreReadOnlyError", "StoreUnavailableError",
+    "StaleWriteError", "StoreFullError", "StoreReadOnlyError", "StoreUnavailableError",
 ]

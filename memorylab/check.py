@@ -3,15 +3,21 @@
 Each check asks the store a question whose answer is empty on a healthy file and words what it
 finds. An ``error`` means data is damaged, unreachable or wrongly indexed; a ``warning`` means
 something is inconsistent while every message still reads correctly (an overlay that can never
-apply, a stale pointer). Nothing is repaired; where the repair is simple, the finding names it.
+apply, a stale pointer); a ``note`` fails nothing (a row set aside earlier, a check a read-only
+database cannot run). Checking only reads. ``repair_database`` (``memorylab check --repair``) sets
+every row that reads cannot use aside into the quarantine table; other repairs the findings name.
 """
+import warnings
 from dataclasses import dataclass
 
-from .errors import StoreError
+from .errors import DamagedRowWarning, StoreError
 from .history.session import Session
 from .history.tool_pairs import lint_tool_pairs
+from .store.integrity import NOT_CHECKED
+from .store.quarantine import Quarantine
+from .store.rows import session_name
 
-ERROR, WARNING = "error", "warning"
+ERROR, WARNING, NOTE = "error", "warning", "note"
 EXAMPLES = 5
 """How many offending rows a finding names; the count covers them all."""
 
@@ -25,10 +31,7 @@ class Finding:
     message: str
 
 
-def _session(row):
-    where = [f"agent {row['agent_id']!r}"] if row["agent_id"] != "default" else []
-    where += [f"tenant {row['tenant_id']!r}"] if row["tenant_id"] != "default" else []
-    return f"session {row['session_id']!r}" + (f" ({', '.join(where)})" if where else "")
+_session = session_name
 
 
 def _examples(rows, describe):
@@ -57,7 +60,9 @@ def _full_text(store):
         rebuild = f"rebuild it with INSERT INTO {index}({index}) VALUES('rebuild')"
         if content is None:
             complaint = store.integrity.fts_complaint(index, against_content=False)
-            if complaint:
+            if complaint is NOT_CHECKED:
+                yield NOTE, f"{index}: not checked: the database is read-only (FTS5 checks an index by writing to it)"
+            elif complaint:
                 yield ERROR, f"the search index {index} is damaged ({complaint})"
             continue
         missing, stale = store.integrity.fts_row_gaps(index, content, fts["rowid"])
@@ -67,7 +72,10 @@ def _full_text(store):
         if stale:
             yield ERROR, f"{index} holds {_plural(stale, 'entry')} for rows of {content} that are gone; {rebuild}"
         complaint = None if missing or stale else store.integrity.fts_complaint(index, against_content=True)
-        if complaint:
+        if complaint is NOT_CHECKED:
+            yield NOTE, (f"{index} against the text of {content}: not checked: the database is read-only (rows "
+                         "missing from the index or left in it were checked)")
+        elif complaint:
             yield ERROR, f"{index} does not match the text stored in {content} ({complaint}); {rebuild}"
 
 
@@ -80,12 +88,26 @@ def _orphans(store):
                       "history of their branch starts there): " + _message_examples(rows))
 
 
+def _damaged_row(row):
+    return row["problem"] + (f" in {row['session']}" if row["session"] else "")
+
+
 def _unreadable(store):
-    rows = store.integrity.unreadable_messages()
+    damaged = {}
+    for row in store.integrity.damaged_rows():
+        damaged.setdefault(row["table"], []).append(row)
+    for table, rows in damaged.items():
+        yield ERROR, (f"{_plural(len(rows), 'row')} of {table} cannot be read (reads leave them out; "
+                      "`memorylab check --repair` sets them aside in the quarantine table): "
+                      + _examples(rows, _damaged_row))
+
+
+def _quarantined(store):
+    rows = Quarantine(store).rows()
     if rows:
-        yield ERROR, (f"{_plural(len(rows), 'message')} cannot be read (reads leave them out; restore them from "
-                      "a backup or an export, or delete them): "
-                      + _examples(rows, lambda r: f"{r['problem']} in {_session(r)}"))
+        yield NOTE, (f"{_plural(len(rows), 'row')} set aside by `memorylab check --repair`, kept whole in the "
+                     "quarantine table: " + _examples(rows, lambda r: f"#{r['pk']} from {r['table_name']} "
+                                                                     f"at {r['quarantined_at']}: {r['reason']}"))
 
 
 def _cycles(store):
@@ -151,12 +173,13 @@ CHECKS = (
     ("integrity", "the engine's own integrity check (SQLite: pages, indexes, constraints)", _integrity),
     ("full-text", "every search index matches the rows it indexes", _full_text),
     ("orphans", "every row belongs to a session, every parent exists", _orphans),
-    ("readable", "every message's stored parts and metadata read back", _unreadable),
+    ("readable", "every stored JSON document and message part reads back as the engine wrote it", _unreadable),
     ("cycles", "every message is reached from a root", _cycles),
     ("branch layout", "every branch reads as a few stretches of messages", _stretches),
     ("overlays", "every overlay's ends exist on one path", _overlays),
     ("latest leaf", "each session appends under its newest message", _latest_leaves),
     ("tool pairs", "every tool call on a path has its result and every result its call", _tool_pairs),
+    ("quarantine", "rows set aside by earlier repairs", _quarantined),
 )
 
 
@@ -164,12 +187,15 @@ def check_database(store):
     """Run every check on ``store``'s file and return the CheckReport.
 
     A check that cannot even run (a damaged file, a table dropped behind the store's back) becomes an
-    error finding of its own, on either backend.
+    error finding of its own, on either backend. The reads the checks make skip damaged rows silently:
+    the ``readable`` check reports them.
     """
     findings = []
     for name, _, check in CHECKS:
         try:
-            findings.extend(Finding(name, severity, message) for severity, message in check(store))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DamagedRowWarning)
+                findings.extend(Finding(name, severity, message) for severity, message in check(store))
         except StoreError as error:
             findings.append(Finding(name, ERROR, f"the check could not run: {error}"))
     try:
@@ -189,8 +215,13 @@ class CheckReport:
     findings: list
 
     @property
+    def problems(self):
+        """The errors and warnings (notes are none)."""
+        return [finding for finding in self.findings if finding.severity != NOTE]
+
+    @property
     def ok(self):
-        return not self.findings
+        return not self.problems
 
     def __str__(self):
         counts = self.counts
@@ -200,9 +231,40 @@ class CheckReport:
         lines = [heading]
         for name, description, _ in CHECKS:
             found = [finding for finding in self.findings if finding.check == name]
-            lines.append(f"  {'FAIL' if found else 'ok  '}  {name}: {description}")
+            failed = any(finding.severity != NOTE for finding in found)
+            lines.append(f"  {'FAIL' if failed else 'ok  '}  {name}: {description}")
             lines.extend(f"        {finding.severity}: {finding.message}" for finding in found)
         errors = sum(finding.severity == ERROR for finding in self.findings)
-        lines.append(f"{_plural(errors, 'error')}, {_plural(len(self.findings) - errors, 'warning')}"
-                     if self.findings else "no problems found")
+        lines.append(f"{_plural(errors, 'error')}, {_plural(len(self.problems) - errors, 'warning')}"
+                     if self.problems else "no problems found")
         return "\n".join(lines)
+
+
+def repair_database(store) -> list[str]:
+    """Set every row that reads cannot use aside into the quarantine table (nothing is deleted) and return a
+    line per row saying what was done. Run ``check_database`` afterwards to see what is left."""
+    done = []
+    for row in store.integrity.damaged_rows():
+        if row["table"] == "quarantine":
+            done.append(f"left {_damaged_row(row)} where it is: a quarantined row is set aside once; mend it by hand")
+            continue
+        outcome = Quarantine(store).set_aside(row["table"], row["key"], row["problem"])
+        if outcome is not None:
+            done.append(_repair_line(row, outcome))
+    return done
+
+
+def _repair_line(row, outcome):
+    line = f"set aside {_damaged_row(row)} (quarantine #{outcome['quarantined'][0]})"
+    if outcome["reset"]:
+        return line + (f"; the row stays, its {' and '.join(outcome['reset'])} reset to empty, so what belongs to "
+                       "it stays")
+    if "children" in outcome:
+        if outcome["children"]:
+            one = outcome["children"] == 1
+            parent = (("starts a new root" if one else "start new roots") if outcome["new_parent"] is None
+                      else f"{'hangs' if one else 'hang'} under {outcome['new_parent']!r}")
+            line += f"; its {outcome['children']} {'child' if one else 'children'} now {parent}"
+        moved = [_plural(outcome[k], noun) for k, noun in (("overlays", "overlay"), ("pins", "pin")) if outcome[k]]
+        line += f"; {' and '.join(moved)} naming it set aside with it" if moved else ""
+    return line

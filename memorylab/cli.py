@@ -3,12 +3,14 @@ import argparse
 import json
 import os
 import sys
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
-from .check import check_database
-from .errors import InvalidInputError, MemoryLabError
+from .check import check_database, repair_database
+from .errors import DamagedRowWarning, InvalidInputError, MemoryLabError
 from .importers import FORMATS, detect_format, import_source, memorylab_export, source_format
-from .io import export_session, write_export
+from .io import write_export
 from .migrate import copy_store
 from .lab.samples import load_samples
 from .history.session import Session
@@ -65,6 +67,9 @@ def build_parser():
                                   "loops, overlays, tool calls without results; exits 1 when anything is wrong")
     check.add_argument("db", nargs="?", default=argparse.SUPPRESS, metavar="DB",
                        help="the database file or postgresql:// URL (default: --db)")
+    check.add_argument("--repair", action="store_true",
+                       help="first set every row that cannot be read aside into the quarantine table (nothing is "
+                            "deleted: a message's children move up to its parent), then check")
 
     evaluate = command("eval", help="run an experiment spec (arms x cases, scored by probes), print its leaderboard, "
                                     "and exit 1 when an arm scores under its threshold")
@@ -108,18 +113,33 @@ def _import(store, args):
     print(report)
 
 
+@contextmanager
+def _damage_reported():
+    """A read that skips a damaged row warns; here each such warning is one line on stderr, without
+    Python's file and source line. Other warnings are shown as Python shows them."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DamagedRowWarning)
+        yield
+    for warning in caught:
+        if issubclass(warning.category, DamagedRowWarning):
+            print(f"memorylab: warning: {warning.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+
+
 def _export(store, args):
     session = Session.open(store, args.session_id, tenant_id=args.tenant, agent_id=args.agent)
-    if args.output:
-        write_export(session, args.output)
-        print(f"wrote {args.output}", file=sys.stderr)
-    else:
-        json.dump(export_session(session), sys.stdout, ensure_ascii=False, indent=2)
-        print()
+    with _damage_reported():
+        write_export(session, args.output or sys.stdout)  # streamed: a page of messages at a time
+        if args.output:
+            print(f"wrote {args.output}", file=sys.stderr)
+        else:
+            print()
 
 
 def _stats(store, args):
-    rows = store.sessions.list(tenant_id=args.tenant, agent_id=args.agent)
+    with _damage_reported():
+        rows = store.sessions.list(tenant_id=args.tenant, agent_id=args.agent)
     if args.json:
         print(json.dumps(rows, ensure_ascii=False, indent=2))
         return
@@ -133,6 +153,9 @@ def _stats(store, args):
 
 
 def _check(store, args):
+    if args.repair:
+        for line in repair_database(store):
+            print(line)
     report = check_database(store)
     print(report)
     return 0 if report.ok else 1

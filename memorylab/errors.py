@@ -108,3 +108,27 @@ class ContextWindowError(MemoryLabError):
 
 class LocalPostgresError(MemoryLabError):
     """No PostgreSQL server binaries were found, or the throwaway server did not start."""
+
+
+MISSING_VERSION = "missing"
+"""The version of something not stored (``memorylab.store.compare_and_set.MISSING``)."""
+
+
+class StaleWriteError(ConflictError):
+    """A guarded write whose base changed since it was read; nothing was written.
+
+    ``expected`` is the version the writer read, ``version`` the stored one now (``MISSING_VERSION`` when it
+    is gone), ``stored`` what is stored now (None when it is gone). Write again with
+    ``expected=error.version`` to overwrite it on purpose.
+    """
+
+    def __init__(self, what, *, expected, version, stored):
+        if expected == MISSING_VERSION:
+            change = f"{what} exists already (version {version})"
+        elif version == MISSING_VERSION:
+            change = f"{what} was removed since it was read at version {expected}"
+        else:
+            change = f"{what} changed since it was read: version {expected} then, {version} now"
+        super().__init__(f"{change}. Nothing was written: read it again, or write with expected={version!r} "
+                         "to overwrite it on purpose.")
+        self.expected, self.version, self.stored = expected, version, stored

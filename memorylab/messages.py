@@ -7,9 +7,10 @@ dicts (``{"role", "content", "tool_calls"?, "tool_call_id"?}``), which are conve
 """
 import json
 import uuid
+import warnings
 from datetime import datetime, timezone
 
-from .errors import InvalidInputError, InvalidMessageError
+from .errors import DamagedRowWarning, InvalidInputError, InvalidMessageError
 from .validation import check_identifier
 
 ROLES = ("user", "assistant", "system", "tool")
@@ -75,18 +76,47 @@ def _check_json(value, where) -> int:
         raise InvalidMessageError(f"{where} is not storable as JSON: {error}") from None
 
 
+TOOL_STATES = ("input-available", "output-available", "output-error")
+
+
+def part_problem(part, where) -> str | None:
+    """Why ``part`` is not of a shape the engine writes (None when it is), worded with ``where``: a
+    dict with a ``type``, a string ``text`` in a text or reasoning part, a call id and a state in a
+    tool part. Every reader relies on exactly this, so a stored part that fails it is damage."""
+    if type(part) is not dict or type(part.get("type")) is not str or not part["type"]:
+        return f"{where} must be a dict with a non-empty string 'type'"
+    if part["type"] in ("text", "reasoning"):
+        if type(part.get("text")) is not str:
+            return f"{where}.text must be a string, got {type(part.get('text')).__name__}"
+    elif is_tool_part(part):
+        try:
+            check_identifier(part.get("toolCallId"), f"{where}.toolCallId")
+        except InvalidInputError as error:
+            return str(error)
+        if part.get("state") not in TOOL_STATES:
+            return f"{where}.state must be input-available, output-available or output-error"
+    return None
+
+
+def parts_problem(parts) -> str | None:
+    """``part_problem`` of the first part of ``parts`` that has one. Plain text parts, most of what is
+    stored, are passed without a call (this runs on every message a store reads)."""
+    for index, part in enumerate(parts):
+        if type(part) is dict and part.get("type") == "text" and type(part.get("text")) is str:
+            continue
+        problem = part_problem(part, f"parts[{index}]")
+        if problem:
+            return problem
+    return None
+
+
 def _check_part(part, index):
     where = f"parts[{index}]"
-    if not isinstance(part, dict) or not isinstance(part.get("type"), str) or not part["type"]:
-        raise InvalidMessageError(f"{where} must be a dict with a non-empty string 'type'")
+    problem = part_problem(part, where)
+    if problem:
+        raise InvalidMessageError(problem)
     if part["type"] in ("text", "reasoning"):
-        _check_text(part.get("text"), f"{where}.text")
-    elif is_tool_part(part):
-        check_identifier(part.get("toolCallId"), f"{where}.toolCallId", InvalidMessageError)
-        if part.get("state") not in ("input-available", "output-available", "output-error"):
-            raise InvalidMessageError(
-                f"{where}.state must be input-available, output-available or output-error"
-            )
+        _check_text(part["text"], f"{where}.text")
     return dict(part)
 
 
@@ -218,11 +248,12 @@ def to_openai(messages) -> list[dict]:
     Reasoning parts are dropped (providers do not accept them back). A tool part that carries its
     output inside an assistant message becomes a tool call plus a following ``tool`` message.
     Parallel calls stored one per message (as the Agents SDK and Claude Code record them) become
-    one assistant turn, since a provider wants every call before the first result.
+    one assistant turn, since a provider wants every call before the first result. A part of a shape
+    the engine never writes (``part_problem``) is left out with a ``DamagedRowWarning`` naming it.
     """
     converted = []
     for message in messages:
-        parts = message.get("parts") or []
+        parts = _sound_parts(message)
         if message["role"] == "tool":
             converted.extend(
                 {"role": "tool", "tool_call_id": p["toolCallId"], "content": _tool_output_content(p.get("output"))}
@@ -255,6 +286,24 @@ def to_openai(messages) -> list[dict]:
             for p in tool_parts if message["role"] == "assistant" and "output" in p
         )
     return converted
+
+
+def _sound_parts(message):
+    """The parts of ``message`` that are of a shape the engine writes; each other one is reported."""
+    parts = message.get("parts") or []
+    if not isinstance(parts, list):
+        parts = [parts]
+    if parts_problem(parts) is None:
+        return parts
+    sound = []
+    for index, part in enumerate(parts):
+        problem = part_problem(part, f"parts[{index}]")
+        if problem:
+            warnings.warn(f"message {message.get('id')!r}: left out of the request: {problem}", DamagedRowWarning,
+                          stacklevel=3)
+        else:
+            sound.append(part)
+    return sound
 
 
 def _joins_parallel_calls(converted, entry) -> bool:

@@ -44,6 +44,8 @@ NOUNS = {
     "search_entries": ("search entry", "search entries"),
     "kv_entries": ("KV entry", "KV entries"),
     "memory_records": ("long-term record", "long-term records"),
+    # Copied like every table (the only copy of what a repair set aside) and named, so a summary says so.
+    "quarantine": ("quarantined row", "quarantined rows"),
 }
 
 

@@ -68,6 +68,8 @@ class KVEntry(TypedDict):
     expires_at: str | None
     created_at: str
     updated_at: str
+    version: str
+    """Changes with every write: what ``KVStore.set(..., expected=)`` compares."""
 
 
 class SearchHit(TypedDict):
@@ -101,6 +103,8 @@ class MemoryRecord(TypedDict):
     vector_index: dict
     created_at: str
     updated_at: str
+    version: str
+    """Changes with every write: what ``update_record(..., expected=)`` compares."""
 
 
 class Messages(list[Message]):

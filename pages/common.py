@@ -2,16 +2,22 @@
 
 Selection lives in ``st.session_state``, so it survives page switches: ``database`` (the target
 picked in the sidebar), ``session_ref`` (tenant_id, agent_id, session_id), ``leaf_id`` (None = the
-newest leaf) and ``model``. Every page calls ``setup_page`` first, which also makes it runnable on
-its own.
+newest leaf) and ``model``; ``editor_versions`` holds what each editing form was loaded from (see
+``loaded_version``). Every page calls ``setup_page`` first, which also makes it runnable on its own.
 """
+import difflib
 import json
 import os
+import threading
+import warnings
+from contextlib import contextmanager
 from urllib.parse import parse_qsl, urlsplit
 
 import streamlit as st
 
-from memorylab import DamagedRowError, MemoryLabError, Session, Store, load_samples
+from memorylab import DamagedRowError, MemoryLabError, NotFoundError, Session, Store, load_samples
+from memorylab.errors import DamagedRowWarning
+from memorylab.store.compare_and_set import StaleWriteError
 from memorylab.lab.samples import with_sample_context
 from memorylab.shapes import SessionRows
 from memorylab.store import is_postgres_url
@@ -114,7 +120,7 @@ def _session_picker(store):
     current = st.session_state.get("session_ref")
     current_row = next((row for row in rows if _ref(row) == current), None)
     if current_row is None and current is not None:
-        current_row = session_row(store, current)
+        current_row = session_row(store, current) or session_gone(current, rows)
     if current_row is None:
         current_row = session_row(store, ("default", "support-bot", PREFERRED_SESSION)) or (
             rows or store.sessions.list(limit=1))[0]
@@ -195,17 +201,40 @@ def completion_settings():
     return dict(st.session_state.get("completion_kwargs") or {})
 
 
+def session_gone(ref, rows):
+    """The selected session was deleted (by another process or person) while a page showed it: say
+    so, offer the others, and stop the page before it writes anything."""
+    choices = {f"{row['metadata'].get('title') or row['session_id']} [{row['session_id']}]": _ref(row)
+               for row in rows if _ref(row) != ref}
+    choice = st.sidebar.selectbox("Session", list(choices), index=None, placeholder="Pick another session",
+                                  help="The session selected before no longer exists.")
+    if choice is not None:
+        select_session(choices[choice])
+        st.rerun()
+    st.error(f"Session `{ref[2]}` (agent `{ref[1]}`, tenant `{ref[0]}`) no longer exists: it was deleted while "
+             "this page was open. Nothing was written. Pick another session in the sidebar.", icon="🗑️")
+    st.stop()
+
+
 def setup_page(title, *, wide=True):
-    """Page config, the sidebar and the shared state; returns (store, session or None)."""
+    """Page config, the sidebar and the shared state; returns (store, session or None). A page whose
+    selected session was deleted stops here (``session_gone``); damaged rows the page's reads skip
+    are named in a banner at its top (``report_damaged_rows``)."""
     st.set_page_config(page_title=f"{title} · memorylab", page_icon="🧠", layout="wide" if wide else "centered")
     store = open_store()
+    report_damaged_rows(store)
     st.session_state.setdefault("leaf_id", None)
     st.sidebar.markdown("### 🧠 memorylab")
     st.sidebar.caption(f"Database `{store.path}`")
     _database_picker(store)
     ref = _session_picker(store)
     _model_picker()
-    return store, (lab_session(store, ref) if ref else None)
+    if ref is None:
+        return store, None
+    try:
+        return store, lab_session(store, ref)
+    except NotFoundError:  # deleted between the picker's read and this one
+        session_gone(ref, store.sessions.list(limit=PICKER_SIZE))
 
 
 def session_page(title, caption=None):
@@ -229,6 +258,130 @@ def offer_samples(store):
             load_samples(store)
         st.rerun()
     st.stop()
+
+
+# -- damaged rows: one banner per page -------------------------------------------------------------
+
+_page_run = threading.local()
+"""The page run on this thread (Streamlit runs each session's script on a thread of its own): its
+banner, the damaged rows it named, and the reads recording them for a cache."""
+
+
+def report_damaged_rows(store):
+    """Name every row a read skips during this page run (a ``DamagedRowWarning``) in one banner at the
+    top of the page, instead of the server log."""
+    warnings.filterwarnings("always", category=DamagedRowWarning)  # every run shows them, not the first
+    if warnings.showwarning is not _show_warning:  # again after a warnings.catch_warnings put its own back
+        _show_warning.passed_on = warnings.showwarning
+        warnings.showwarning = _show_warning
+    _page_run.banner, _page_run.skipped, _page_run.recorders = st.empty(), [], []
+    _page_run.database = store.path
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    if issubclass(category, DamagedRowWarning) and getattr(_page_run, "banner", None) is not None:
+        damaged_row_skipped(str(message))
+    else:
+        _show_warning.passed_on(message, category, filename, lineno, file, line)
+
+
+def damaged_row_skipped(text):
+    """Add one skipped row to the page's banner, or to the cached read recording them (it may draw
+    nothing: Streamlit would replay the drawing on a cache hit, outside the page's banner)."""
+    if _page_run.recorders:
+        _page_run.recorders[-1].append(text)
+        return
+    if text in _page_run.skipped:
+        return
+    _page_run.skipped.append(text)
+    lines = "\n".join(f"- {escape_markdown(skipped)}" for skipped in _page_run.skipped)
+    _page_run.banner.warning(
+        f"**Damaged rows were skipped here; everything else is shown.**\n{lines}\n\n"
+        f"`memorylab --db {_page_run.database} check` lists every damaged row, and "
+        f"`memorylab --db {_page_run.database} check --repair` moves them aside (nothing is deleted).", icon="🩹")
+
+
+@contextmanager
+def recording_damaged_rows():
+    """The damaged rows skipped inside the block, for a cached read to name again on every run."""
+    skipped = []
+    recorders = getattr(_page_run, "recorders", None)
+    if recorders is None:
+        yield skipped
+        return
+    recorders.append(skipped)
+    try:
+        yield skipped
+    finally:
+        recorders.remove(skipped)
+
+
+# -- editing forms: what each was loaded from ------------------------------------------------------
+
+EDITOR_VERSIONS = "editor_versions"
+
+
+def loaded_version(editor, subject, version, values):
+    """The version of what the form ``editor`` edits when its widgets were filled. They are filled
+    with ``values`` ({widget key: value}) when first drawn, when they show another ``subject`` (a
+    session's block, another entry), when a page switch dropped their state and after
+    ``reload_editor``; never while someone types, so a save sends the version its text came from."""
+    loaded = st.session_state.setdefault(EDITOR_VERSIONS, {}).get(editor)
+    if loaded is None or loaded[0] != subject or any(key not in st.session_state for key in values):
+        st.session_state.update(values)
+        loaded = st.session_state[EDITOR_VERSIONS][editor] = (subject, version)
+    return loaded[1]
+
+
+def reload_editor(editor):
+    """Fill the form from what is stored on the next run (after a save too: that is the version it
+    holds then, whoever wrote last)."""
+    st.session_state.get(EDITOR_VERSIONS, {}).pop(editor, None)
+    st.session_state.pop(f"shown:{editor}", None)
+    st.rerun()
+
+
+def guarded_save(editor, write, done):
+    """Run ``write()``, a compare-and-set write. True when it was refused because the stored version
+    moved on; False after saying why it was refused otherwise; on success the form is filled again
+    from what is stored (``reload_editor``) after the toast ``done``."""
+    try:
+        write()
+    except StaleWriteError:
+        return True
+    except (MemoryLabError, ValueError) as error:
+        st.error(f"Not saved: {error}")
+        return False
+    st.toast(done)
+    reload_editor(editor)
+
+
+def changed_since_loaded(editor, what, *, stored, version, yours, overwrite, refused=False, reload=None):
+    """What a form shows while the stored ``version`` is not the one it was loaded from (someone else
+    saved): both versions as text (``stored`` None: removed), their diff, and the choice to reload
+    (take the stored one: ``reload()``, by default ``reload_editor``) or overwrite it with yours on
+    purpose. ``overwrite(expected)`` writes over the version shown on the screen when the button was
+    pressed, so a version nobody saw is never overwritten: it returns True when that one changed too,
+    and the page shows the newest."""
+    if refused:
+        st.error(f"Not saved: {what} changed since you loaded it. Both versions are below; nothing was written.")
+    else:
+        st.warning(f"{what} changed since you loaded it: someone else saved it. Saving yours is refused "
+                   "until you reload or overwrite.")
+    shown = st.session_state.get(f"shown:{editor}", version)
+    st.session_state[f"shown:{editor}"] = version
+    diff = "\n".join(difflib.unified_diff((stored or "").splitlines(), yours.splitlines(), "stored now", "yours",
+                                          lineterm=""))
+    diff_tab, stored_tab, yours_tab = st.tabs(["Diff", "Stored now", "Yours"])
+    diff_tab.code(diff or "(the same text)", language="diff")
+    stored_tab.code("(removed)" if stored is None else stored, language=None, wrap_lines=True)
+    yours_tab.code(yours, language=None, wrap_lines=True)
+    take, keep = st.columns(2)
+    if take.button("Reload: take the stored one", key=f"{editor}:reload", width="stretch"):
+        (reload or reload_editor)(editor)
+    if keep.button("Overwrite it with mine", key=f"{editor}:overwrite", width="stretch",
+                   help="Save yours over the stored version shown here.") and overwrite(shown):
+        st.rerun()
 
 
 def active_leaf(session):
@@ -256,13 +409,18 @@ def branch_key(session, leaf_id):
 
 def branch_history(session, leaf_id):
     """The overlaid history of the branch ending at ``leaf_id``, read once per ``branch_key`` and
-    shared by every rerun and page: read-only, callers must not change it or its messages."""
-    return _branch_history(branch_key(session, leaf_id), session, leaf_id)
+    shared by every rerun and page: read-only, callers must not change it or its messages. Rows the
+    read skipped are named in the page's banner on every run, not only the one that read them."""
+    history, skipped = _branch_history(branch_key(session, leaf_id), session, leaf_id)
+    for text in skipped:
+        damaged_row_skipped(text)
+    return history
 
 
 @st.cache_resource(max_entries=8, show_spinner="Reading the branch…")
 def _branch_history(key, _session, _leaf_id):
-    return _session.get_history(_leaf_id)
+    with recording_damaged_rows() as skipped:
+        return _session.get_history(_leaf_id), skipped
 
 
 _MARKDOWN_SPECIALS = set("\\`*_{}[]()#+-.!|<>~$:")

@@ -8,7 +8,8 @@ from memorylab.history.truncation import stored_bytes
 from memorylab.lab.frames import to_dataframe
 from memorylab.lab.samples import sample_facts
 from memorylab.lab.viz import compaction_figure
-from pages.common import active_leaf, branch_history, branch_key, completion_settings, link_to, session_page
+from pages.common import (active_leaf, branch_history, branch_key, changed_since_loaded, completion_settings, link_to,
+                          session_page)
 
 # Plan setting -> the suffix of its widget keys, main_tail, A_head…: the Experiments page's "Use this arm"
 # writes the main_ ones, main_template and main_model.
@@ -108,6 +109,33 @@ def quick_ab_spec(session, leaf_id, arms, facts):
             "description": f"A/B from the Compaction lab on {session.session_id}, branch {leaf_id}."}
 
 
+def plan_span(plan):
+    """What a summary is written from: the span it replaces and the earlier summary it updates. A
+    summary made before someone else changed the branch (a new overlay, new messages) covers another."""
+    earlier = f"\nupdating the earlier summary: {plan.previous_summary}" if plan.previous_summary else ""
+    return f"summarizes {plan.from_id} … {plan.to_id} ({len(plan.middle)} messages){earlier}"
+
+
+def accept_summary(plan, summary, leaf_id, span):
+    """Store the reviewed summary as an overlay if the branch still plans the ``span`` it was made
+    from (or the one shown when overwriting); True when it does not."""
+    if plan_span(plan) != span:
+        return True
+    try:
+        overlay = session.accept_compaction(plan, summary, leaf_id)
+    except MemoryLabError as failure:
+        st.error(str(failure))
+        return False
+    st.session_state.pop("proposal", None)
+    st.success(f"Overlay {overlay['id']} added. Originals stay stored.")
+    st.rerun()
+
+
+def drop_proposal(_editor=None):
+    st.session_state.pop("proposal", None)
+    st.rerun()
+
+
 def summarize(plan, summarizer_model):
     from memorylab.llm.models import make_summarizer
 
@@ -137,7 +165,9 @@ with preview_tab:
         st.error(error)
     elif plan is None:
         st.info("Nothing to compact with these settings: the head and the tail cover the whole branch "
-                "(or only an earlier summary lies between them). Lower the tail budget or the protected head.")
+                "(or only an earlier summary lies between them). Lower the tail budget or the protected head."
+                + (" The summary proposed before covers a span the branch no longer plans, so it was not added."
+                   if st.session_state.get("proposal") else ""))
     else:
         metrics = st.columns(4)
         metrics[0].metric("Tokens before", f"{plan.tokens_before:,}")
@@ -165,7 +195,8 @@ with preview_tab:
             with st.status(f"Summarizing {len(plan.middle)} messages with {summarizer_model}…", expanded=True) as status:
                 try:
                     st.session_state["proposal"] = {"summary": summarize(plan, summarizer_model), "leaf": leaf_id,
-                                                    "settings": settings, "template": template}
+                                                    "settings": settings, "template": template,
+                                                    "span": plan_span(plan)}
                     status.update(label="Summary ready for review", state="complete")
                 except MemoryLabError as failure:
                     status.update(label="The summarizer failed", state="error")
@@ -176,20 +207,18 @@ with preview_tab:
             edited = st.text_area("Summary (edit before accepting if you like)", proposal["summary"], height=220,
                                   key="proposal_text")
             accept, reject = st.columns(2)
+            refused = False
             if accept.button("Accept: add as an overlay", type="primary"):
                 if proposal["settings"] != settings or proposal["template"] != template:
                     st.warning("The settings changed since this summary was made; run it again first.")
                 else:
-                    try:
-                        overlay = session.accept_compaction(plan, edited, leaf_id)
-                        del st.session_state["proposal"]
-                        st.success(f"Overlay {overlay['id']} added. Originals stay stored.")
-                        st.rerun()
-                    except MemoryLabError as failure:
-                        st.error(str(failure))
+                    refused = accept_summary(plan, edited, leaf_id, proposal["span"])
             if reject.button("Reject"):
-                del st.session_state["proposal"]
-                st.rerun()
+                drop_proposal()
+            if refused or proposal["span"] != plan_span(plan):
+                changed_since_loaded("compaction", "The branch", stored=plan_span(plan), version=plan_span(plan),
+                                     yours=proposal["span"], refused=refused, reload=drop_proposal,
+                                     overwrite=lambda shown: accept_summary(plan, edited, leaf_id, shown))
 
 with ab_tab:
     st.caption("Two arms on the active branch, run as an experiment: each fact below is a probe, kept when the "

@@ -5,7 +5,7 @@ import streamlit as st
 
 from memorylab import MemoryLabError
 from memorylab.lab.viz import budget_figure
-from pages.common import session_page
+from pages.common import changed_since_loaded, guarded_save, loaded_version, session_page
 
 store, session = session_page(
     "Context blocks",
@@ -14,6 +14,30 @@ store, session = session_page(
 )
 
 TAGS = {"readonly": "🔒 readonly", "writable": "✏️ writable", "searchable": "🔎 searchable", "skill": "📚 loadable"}
+
+
+def save_block(editor, label, expected):
+    """Write the form's text over the block if it is still at version ``expected`` (``guarded_save``)."""
+    return guarded_save(editor, lambda: session.replace_context_block(label, st.session_state[f"text_{label}"],
+                                                                      expected=expected), f"Saved {label}")
+
+
+def block_editor(block):
+    """A writable block's text box. It keeps the version it was loaded from, so a save over someone
+    else's newer text is refused and both are shown, until the person reloads or overwrites."""
+    label = block["label"]
+    editor = f"block:{label}"
+    base = loaded_version(editor, (session.tenant_id, session.agent_id, session.session_id),
+                          block["version"], {f"text_{label}": block["content"]})
+    with st.form(f"edit_{label}"):
+        st.text_area("Content", height=140, key=f"text_{label}")
+        refused = st.form_submit_button("Save", type="primary") and save_block(editor, label, base)
+    if refused or base != block["version"]:
+        changed_since_loaded(editor, f"The {label} block", stored=block["content"], version=block["version"],
+                             yours=st.session_state[f"text_{label}"], refused=refused,
+                             overwrite=lambda expected: save_block(editor, label, expected))
+
+
 blocks = session.get_context_blocks()
 left, right = st.columns([3, 2], gap="large")
 
@@ -28,15 +52,7 @@ with left:
                 share = block["tokens"] / block["max_tokens"]
                 st.progress(min(share, 1.0), text=f"{block['tokens']:,} / {block['max_tokens']:,} tokens ({share:.0%})")
             if block["kind"] == "writable":
-                with st.form(f"edit_{label}"):
-                    text = st.text_area("Content", block["content"], height=140, key=f"text_{label}")
-                    if st.form_submit_button("Save", type="primary"):
-                        try:
-                            session.replace_context_block(label, text)
-                            st.toast(f"Saved {label}")
-                            st.rerun()
-                        except MemoryLabError as error:
-                            st.error(f"Not saved: {error}")
+                block_editor(block)
             elif block["kind"] == "readonly":
                 st.code(block["content"] or "(empty: left out of the prompt)", language=None, wrap_lines=True)
             elif block["kind"] == "searchable":

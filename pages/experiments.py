@@ -2,7 +2,7 @@
 the background, scored, every trial kept.
 
 State: ``exp_choice`` (the experiment picked), ``exp_draft`` (the spec being edited, see
-pages/experiment_editor.py), ``exp_job`` (the run in progress, an ``ExperimentJob``), ``exp_tab`` (the
+pages/experiment_editor.py, with the ``version`` of the saved experiment it was loaded from), ``exp_job`` (the run in progress, an ``ExperimentJob``), ``exp_tab`` (the
 open tab), ``exp_open`` (an experiment another page or a save wants shown next, on its Results tab)
 and ``exp_flash`` (a message for the next rerun).
 """
@@ -12,8 +12,9 @@ import yaml
 from memorylab import MemoryLabError
 from memorylab.experiments import Experiments, parse_spec_yaml
 from memorylab.lab.samples import SAMPLE_DIR
+from memorylab.store.compare_and_set import MISSING, StaleWriteError
 
-from pages.common import escape_markdown, setup_page
+from pages.common import changed_since_loaded, escape_markdown, setup_page
 from pages.experiment_editor import edit_arms, edit_cases
 from pages.experiment_results import results_panel
 
@@ -38,16 +39,18 @@ def pick_experiment(listing):
                         placeholder="Pick an experiment, or start from the sample spec")
 
 
-def set_draft(origin, spec):
-    """Start editing ``spec`` (a plain dict): every editor starts afresh from it."""
-    draft = st.session_state["exp_draft"] = {"origin": origin, "spec": spec, "base": {}, "keys": {}, "problems": []}
+def set_draft(origin, spec, version=None):
+    """Start editing ``spec`` (a plain dict): every editor starts afresh from it. ``version``: that of
+    the saved experiment it was read from, which its save must still find (None: no saved one)."""
+    draft = st.session_state["exp_draft"] = {"origin": origin, "spec": spec, "base": {}, "keys": {}, "problems": [],
+                                             "version": version}
     return draft
 
 
-def opened_draft(origin, spec, tab):
+def opened_draft(origin, spec, tab, version=None):
     """A spec just picked, uploaded or loaded, shown on ``tab``."""
     st.session_state["exp_tab"] = tab
-    return set_draft(origin, spec)
+    return set_draft(origin, spec, version)
 
 
 def current_draft(experiments, choice, listing):
@@ -81,14 +84,17 @@ def current_draft(experiments, choice, listing):
     origin = "sample" if choice == FROM_SAMPLE else saved_origin(listing[choice])
     if draft and draft["origin"] == origin:
         return draft
+    # The version first: a save landing between the two reads makes the draft look stale, never fresh.
+    version = None if choice == FROM_SAMPLE else experiments.version(choice)
     try:
         spec = experiments.spec(SAMPLE_SPEC) if choice == FROM_SAMPLE else experiments.get(choice)
     except MemoryLabError as error:
         st.error(str(error))
         return None
     if draft and draft["spec"].get("name") == choice:  # saved again, by this page or a run it started
-        return set_draft(origin, spec.to_dict())
-    return opened_draft(origin, spec.to_dict(), "Results" if listing.get(choice, {}).get("trials") else "Arms")
+        return set_draft(origin, spec.to_dict(), version)
+    return opened_draft(origin, spec.to_dict(), "Results" if listing.get(choice, {}).get("trials") else "Arms",
+                        version)
 
 
 @st.fragment(run_every=POLL_SECONDS)
@@ -126,8 +132,9 @@ def job_outcome():
 
 
 def saved_origin(row):
-    """A saved experiment's draft is read again whenever its definition changed (here or elsewhere)."""
-    return f"saved:{row['name']}@{row['updated_at']}"
+    """A saved experiment's draft stays while it is edited, even when the saved one changes elsewhere:
+    its save is then refused (``stale_draft``) until the person reloads or overwrites."""
+    return f"saved:{row['name']}"
 
 
 def checked(experiments, spec_dict, problems):
@@ -141,10 +148,9 @@ def checked(experiments, spec_dict, problems):
     return spec, None
 
 
-def saved(experiments, spec, *, message=None, tab=None):
+def saved(spec, *, message=None, tab=None):
     """After a save or a run: the box shows the experiment, the editors start from what was saved."""
-    row = next(row for row in experiments.listing() if row["name"] == spec.name)
-    set_draft(saved_origin(row), spec.to_dict())
+    set_draft("saved: read it back", spec.to_dict())  # the next run loads what is stored now, and its version
     st.session_state["exp_open"] = spec.name
     if message:
         st.session_state["exp_flash"] = message
@@ -153,30 +159,74 @@ def saved(experiments, spec, *, message=None, tab=None):
     st.rerun()
 
 
-def action_bar(experiments, spec, error, listing, job):
+def guarded_version(draft, spec):
+    """The version a save of ``spec`` must find: that of the saved experiment the draft was loaded
+    from, while it keeps its name (None: a new name, saved as the note below the buttons says)."""
+    name = spec.name if spec else draft["spec"].get("name")
+    return draft["version"] if draft["version"] and draft["origin"] == f"saved:{name}" else None
+
+
+def save_draft(experiments, spec, expected):
+    """Save; True when refused because the saved experiment is no longer at ``expected``."""
+    try:
+        experiments.save(spec, expected=expected)
+    except StaleWriteError:
+        return True
+    except MemoryLabError as failure:
+        st.error(str(failure))
+        return False
+    saved(spec, message=f"Saved “{escape_markdown(spec.name)}”.")
+
+
+def run_draft(experiments, spec, expected):
+    """Save and start a run; True when refused because the saved experiment is no longer at ``expected``."""
+    try:  # saved first, and refused at once when a case's session or leaf is missing
+        st.session_state["exp_job"] = experiments.start(spec, expected=expected)
+    except StaleWriteError:
+        return True
+    except MemoryLabError as failure:
+        st.error(str(failure))
+        return False
+    saved(spec, tab="Results")
+
+
+def reload_draft(_editor):
+    """Drop the draft: the next run loads the saved experiment as it is now."""
+    st.session_state.pop("exp_draft", None)
+    st.rerun()
+
+
+def stale_draft(experiments, draft, spec, refused):
+    """While the saved experiment is not the version the draft was loaded from: both as YAML, their
+    diff, and reload (take the saved one) or overwrite (save the draft over it on purpose)."""
+    expected = guarded_version(draft, spec)
+    name = spec.name if spec else draft["spec"]["name"]
+    version = experiments.version(name) if expected else None
+    if not (refused or expected != version):
+        return
+    stored = None if version == MISSING else experiments.get(name).to_yaml()
+    yours = spec.to_yaml() if spec else yaml.safe_dump(draft["spec"], sort_keys=False, allow_unicode=True)
+    changed_since_loaded("exp", f"The saved experiment “{escape_markdown(name)}”", stored=stored, version=version,
+                         yours=yours, refused=refused, reload=reload_draft,
+                         overwrite=lambda shown: spec is not None and save_draft(experiments, spec, shown))
+
+
+def action_bar(experiments, draft, spec, error, listing, job):
     if error:
         st.error(error)
     save, run, note = st.columns([1, 1, 5], vertical_alignment="center")
     busy = job is not None
-    if save.button("Save", disabled=spec is None or busy, width="stretch",
-                   help="Store the arms, cases and probes under the spec's name; its trials stay."):
-        try:
-            experiments.save(spec)
-        except MemoryLabError as failure:
-            st.error(str(failure))
-            return
-        saved(experiments, spec, message=f"Saved “{escape_markdown(spec.name)}”.")
-    if run.button("Run", type="primary", disabled=spec is None or busy, width="stretch",
-                  help="Save, then run every arm on every case as a new trial, in the background."):
-        try:  # saved first, and refused at once when a case's session or leaf is missing
-            st.session_state["exp_job"] = experiments.start(spec)
-        except MemoryLabError as failure:
-            st.error(str(failure))
-            return
-        saved(experiments, spec, tab="Results")
+    expected = guarded_version(draft, spec)
+    refused = save.button("Save", disabled=spec is None or busy, width="stretch",
+                          help="Store the arms, cases and probes under the spec's name; its trials stay.") and \
+        save_draft(experiments, spec, expected)
+    refused = run.button("Run", type="primary", disabled=spec is None or busy, width="stretch",
+                         help="Save, then run every arm on every case as a new trial, in the background.") and \
+        run_draft(experiments, spec, expected) or refused
+    stale_draft(experiments, draft, spec, refused)
     if spec is not None:
         row = listing.get(spec.name)
-        replaces = row is not None and st.session_state["exp_draft"]["origin"] != saved_origin(row)
+        replaces = row is not None and draft["origin"] != saved_origin(row)
         note.caption(f"{len(spec.arms)} arms × {len(spec.cases)} cases = {len(spec.arms) * len(spec.cases)} runs, "
                      f"as trial {(row['trials'] if row else 0) + 1} of “{escape_markdown(spec.name)}”."
                      + (" Saving replaces the saved arms and cases of that name; its trials stay." if replaces else ""))
@@ -250,7 +300,7 @@ if cases_tab.open:
         draft["spec"]["cases"], changes = edit_cases(store, draft)
 spec, error = checked(experiments, draft["spec"], draft["problems"])
 with bar:
-    action_bar(experiments, spec, error, listing, running)
+    action_bar(experiments, draft, spec, error, listing, running)
 if results.open:
     with results:
         results_tab(experiments, store, choice, listing, draft, running)
@@ -262,5 +312,5 @@ if changes:
     spec_dict = draft["spec"]
     for change in changes:
         spec_dict = change(spec_dict)
-    set_draft(draft["origin"], spec_dict)
+    set_draft(draft["origin"], spec_dict, draft["version"])
     st.rerun()

@@ -5,7 +5,8 @@ import streamlit as st
 from memorylab import MemoryLabError, Session, to_dataframe
 from memorylab.memory.longterm import LongTermMemory
 from memorylab.lab.samples import LONGTERM_WORKSPACE
-from pages.common import PICKER_SIZE, completion_settings, escape_markdown, open_message, setup_page
+from pages.common import (PICKER_SIZE, changed_since_loaded, completion_settings, escape_markdown, guarded_save,
+                          loaded_version, open_message, setup_page)
 
 store, session = setup_page("Long-term memory")
 st.title("Long-term memory")
@@ -31,6 +32,42 @@ def session_choice(label, key):
     if session is not None and not search.strip():
         ids = [session.session_id] + [i for i in ids if i != session.session_id]
     return right.selectbox(label, ids, key=key)
+
+
+def record_text(summary, tags, importance):
+    """A record's editable fields as the conflict view compares them."""
+    return f"summary: {summary}\ntags: {tags}\nimportance: {importance:.2f}"
+
+
+def save_record(record_id, expected):
+    """Write the form's fields if the record is still at version ``expected`` (``guarded_save``)."""
+    return guarded_save("ltm_record", lambda: viewer.update_record(
+        record_id, expected=expected, summary=st.session_state["ltm_summary"], tags=st.session_state["ltm_tags"],
+        importance=st.session_state["ltm_importance"]), f"Saved record {record_id}")
+
+
+def record_editor(record):
+    """The selected record's form, loaded with its version: a save over someone else's newer edit is
+    refused and both are shown, until the person reloads or overwrites."""
+    base = loaded_version("ltm_record", (workspace, record["id"]), record["version"], {
+        "ltm_summary": record["summary"], "ltm_tags": ", ".join(record["tags"]),
+        "ltm_importance": float(record["importance"])})
+    with st.form("ltm_edit"):
+        st.text_input("Summary", key="ltm_summary")
+        st.text_input("Tags (comma-separated)", key="ltm_tags")
+        st.slider("Importance", 0.0, 1.0, key="ltm_importance")
+        save, delete = st.columns(2)
+        refused = save.form_submit_button("Save changes", type="primary") and save_record(record["id"], base)
+        if delete.form_submit_button("Delete record"):
+            viewer.delete_record(record["id"])
+            st.rerun()
+    if refused or base != record["version"]:
+        changed_since_loaded(
+            "ltm_record", f"Record {record['id']}", version=record["version"],
+            stored=record_text(record["summary"], ", ".join(record["tags"]), record["importance"]),
+            yours=record_text(st.session_state["ltm_summary"], st.session_state["ltm_tags"],
+                              st.session_state["ltm_importance"]),
+            refused=refused, overwrite=lambda expected: save_record(record["id"], expected))
 
 
 with records_tab:
@@ -62,20 +99,7 @@ with records_tab:
             if source and st.button(f"Open the source message {message_ids[0]} in the tree"):
                 ref = (source[0]["tenant_id"], source[0]["agent_id"], chosen["session_id"])
                 open_message(ref, message_ids[0], Session.open(store, ref[2], tenant_id=ref[0], agent_id=ref[1]))
-        with st.form("ltm_edit"):
-            summary = st.text_input("Summary", chosen["summary"])
-            tags = st.text_input("Tags (comma-separated)", ", ".join(chosen["tags"]))
-            importance = st.slider("Importance", 0.0, 1.0, float(chosen["importance"]))
-            save, delete = st.columns(2)
-            if save.form_submit_button("Save changes", type="primary"):
-                try:
-                    viewer.update_record(chosen["id"], summary=summary, tags=tags, importance=importance)
-                    st.rerun()
-                except MemoryLabError as error:
-                    st.error(str(error))
-            if delete.form_submit_button("Delete record"):
-                viewer.delete_record(chosen["id"])
-                st.rerun()
+        record_editor(chosen)
 
 with retrieval_tab:
     prompt = st.text_area("Prompt", "Where is my refund for A-4471, and how will you contact me?", height=80,

@@ -5,7 +5,9 @@ import streamlit as st
 
 from memorylab import KVStore, Memory, MemoryAdmin, MemoryLabError, identify, to_dataframe
 from memorylab.memory.kv import kv_namespaces
-from pages.common import completion_settings, link_to, select_session, setup_page
+from memorylab.store.compare_and_set import MISSING
+from pages.common import (changed_since_loaded, completion_settings, guarded_save, link_to, loaded_version,
+                          select_session, setup_page)
 
 MEMORY_TABLE = {
     "id": st.column_config.TextColumn("memory key"), "entity_type": "entity", "entity_value": "value",
@@ -15,6 +17,7 @@ MEMORY_TABLE = {
 }
 AGENT_CHOICES = 100  # agents the picker offers, busiest first; the admin tab reaches any other by id
 KV_PAGE = 100
+NEW_ENTRY = "(a new key)"
 
 store, session = setup_page("Sessions and memory")
 st.title("Sessions and memory")
@@ -101,14 +104,51 @@ with kv_tab:
         entries = kv.list_entries(pattern, limit=KV_PAGE, offset=offset)
     except MemoryLabError as error:
         st.error(str(error))
-        total, entries = 0, []
+        kv, total, entries = None, 0, []
     now = dt.datetime.now(dt.timezone.utc)
 
-    def expires_in(entry):
-        if not entry["expires_at"]:
-            return "never"
+    def seconds_left(entry):
         left = dt.datetime.fromisoformat(entry["expires_at"].replace("Z", "+00:00")) - now
-        return f"in {int(left.total_seconds()):,} s"
+        return max(int(left.total_seconds()), 1)
+
+    def expires_in(entry):
+        return f"in {seconds_left(entry):,} s" if entry["expires_at"] else "never"
+
+    def entry_text(value, ttl):
+        """An entry as the editor shows it and a conflict compares it: its JSON, then its expiry."""
+        return f"{value}\nexpires: {f'in {ttl:,} s' if ttl else 'never'}"
+
+    def save_entry(kv, key, expected):
+        """Write the form's entry if the stored one is still at ``expected`` (``MISSING``: none)."""
+        return guarded_save("kv", lambda: kv.set(key, json.loads(st.session_state["kv_value"]),
+                                                 ttl=int(st.session_state["kv_ttl"]) or None, expected=expected),
+                            f"Saved {key}")
+
+    def kv_editor(kv, key):
+        """The entry form: a new key (refused when it exists by then) or a stored entry, loaded with
+        its version so a save over someone else's newer value is refused and both are shown."""
+        entry = kv.get_entry(key) if key else None
+        base = loaded_version("kv", (tenant, namespace, key), entry["version"] if entry else MISSING, {
+            "kv_key": key or "", "kv_ttl": seconds_left(entry) if entry and entry["expires_at"] else 0,
+            "kv_value": json.dumps(entry["value"], ensure_ascii=False, indent=2) if entry else '{"example": true}'})
+        with st.form("kv_edit"):
+            st.text_input("Key", key="kv_key", disabled=key is not None)
+            st.text_area("Value (any JSON)", height=90, key="kv_value")
+            st.number_input("TTL in seconds (0 = never expires)", 0, 3_153_600_000, key="kv_ttl")
+            target = key or st.session_state["kv_key"]
+            refused = st.form_submit_button("Save entry", type="primary") and save_entry(kv, target, base)
+        try:
+            stored = kv.get_entry(target) if target else None
+        except MemoryLabError:  # a key the form refused already
+            return
+        version = stored["version"] if stored else MISSING
+        if refused or base != version:
+            changed_since_loaded(
+                "kv", f"Entry `{target}`", version=version,
+                stored=stored and entry_text(json.dumps(stored["value"], ensure_ascii=False, indent=2),
+                                             stored["expires_at"] and seconds_left(stored)),
+                yours=entry_text(st.session_state["kv_value"], st.session_state["kv_ttl"]), refused=refused,
+                overwrite=lambda expected: save_entry(kv, target, expected))
 
     columns[2].metric("Entries", f"{total:,}")
     if entries:
@@ -119,18 +159,9 @@ with kv_tab:
                      column_config={"updated_at": st.column_config.DatetimeColumn("updated")})
     else:
         st.info(f"No live entry in `{namespace}` matches `{pattern}`.")
-    with st.form("kv_edit"):
-        st.markdown("**Add or replace an entry**")
-        key = st.text_input("Key")
-        raw_value = st.text_area("Value (any JSON)", value='{"example": true}', height=90)
-        ttl = st.number_input("TTL in seconds (0 = never expires)", 0, 3_153_600_000, 0)
-        if st.form_submit_button("Save entry", type="primary"):
-            try:
-                kv.set(key, json.loads(raw_value), ttl=int(ttl) or None)
-                st.toast(f"Saved {key}")
-                st.rerun()
-            except ValueError as error:
-                st.error(f"Not saved: {error}")
+    edited = st.selectbox("Add or edit an entry", [NEW_ENTRY] + [e["key"] for e in entries], key="kv_edit_key")
+    if kv is not None:
+        kv_editor(kv, None if edited == NEW_ENTRY else edited)
     delete_key = st.selectbox("Delete an entry", [""] + [e["key"] for e in entries], key="kv_delete_key")
     if delete_key and st.button(f"Delete {delete_key}"):
         kv.delete(delete_key)

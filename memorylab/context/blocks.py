@@ -4,6 +4,8 @@ from dataclasses import dataclass
 
 from ..errors import (BlockBudgetError, ConflictError, InvalidInputError, NotFoundError,
                       ReadOnlyBlockError)
+from ..store.compare_and_set import check_expected
+from ..store.context import text_version
 from ..tokens import estimate_string_tokens
 from ..validation import check_integer
 from .providers import (READONLY, SEARCHABLE, SKILL, WRITABLE, SessionBlockProvider, accepts_keyed_set,
@@ -89,6 +91,7 @@ class ContextBlocks:
             "label": label,
             "description": config.description,
             "content": content,
+            "version": text_version(content),
             "tokens": estimate_string_tokens(content),
             "max_tokens": config.max_tokens,
             "writable": config.kind == WRITABLE or (config.kind == SEARCHABLE and accepts_keyed_set(config.provider)),
@@ -128,11 +131,25 @@ class ContextBlocks:
                 f"{tokens} tokens. Nothing was written: shorten it or remove something first."
             )
 
-    def replace(self, label, content) -> dict:
+    def replace(self, label, content, expected=None) -> dict:
         config = self._writable(label)
         self._check_budget(config, content)
-        config.provider.set(content)
+        if check_expected(expected) is None:
+            config.provider.set(content)
+        else:
+            self._replace_if_unchanged(config, content, expected)
         return self.block(label)
+
+    @staticmethod
+    def _replace_if_unchanged(config, content, expected):
+        """Compare-and-set in one transaction: only a block stored in the session's rows can do it."""
+        provider = config.provider
+        if not isinstance(provider, SessionBlockProvider):
+            raise InvalidInputError(
+                f"block {config.label!r} is kept by a {type(provider).__name__}, which cannot check versions: "
+                "write it without expected="
+            )
+        provider.blocks.set_content(provider.label, content, expected=expected)
 
     def append(self, label, content) -> dict:
         config = self._writable(label)

@@ -7,6 +7,7 @@ from ..errors import NotFoundError
 from ..history.session import Session
 from ..messages import utc_now_iso
 from ..shapes import Messages
+from ..store.compare_and_set import MISSING, StaleWriteError, check_expected
 from ..validation import check_identifier, check_integer
 from .job import ExperimentJob
 from .results import ExperimentResults, compare_trials
@@ -74,15 +75,32 @@ class Experiments:
             return parse_spec(spec)
         return load_spec(spec)
 
-    def save(self, spec) -> ExperimentSpec:
-        """Check ``spec`` against the store (its sessions and leaves exist) and save it."""
+    def save(self, spec, *, expected=None) -> ExperimentSpec:
+        """Check ``spec`` against the store (its sessions and leaves exist) and save it.
+
+        ``expected``: the ``version(name)`` the spec was read at (``MISSING``: none was saved). A saved
+        experiment changed, created or removed since is a ``StaleWriteError`` whose ``stored`` is the
+        saved spec (or None), and nothing is written."""
         spec = self.spec(spec)
         resolve_cases(self.store, spec)
-        self.store.experiments.save(self.tenant_id, _definition(spec), now=utc_now_iso())
+        self._save(spec, expected)
         return spec
+
+    def _save(self, spec, expected):
+        try:
+            return self.store.experiments.save(self.tenant_id, _definition(spec), now=utc_now_iso(),
+                                               expected=check_expected(expected))
+        except StaleWriteError as stale:
+            raise StaleWriteError(f"experiment {spec.name!r}", expected=expected, version=stale.version,
+                                  stored=stale.stored and _spec(stale.stored)) from None
 
     def get(self, name) -> ExperimentSpec:
         return _spec(self._definition(name))
+
+    def version(self, name) -> str:
+        """The saved experiment's version, what ``save(..., expected=)`` compares (``MISSING``: none)."""
+        definition = self.store.experiments.definition(self.tenant_id, name)
+        return MISSING if definition is None else definition["version"]
 
     def listing(self) -> list[dict]:
         """Every experiment of the tenant with its counts of arms, cases, probes, trials and runs."""
@@ -92,30 +110,31 @@ class Experiments:
         """Remove the experiment and all its runs; False when there was none."""
         return self.store.experiments.delete(self.tenant_id, name)
 
-    def run(self, spec, *, progress=None, cancel=None, concurrency=None) -> ExperimentResults:
+    def run(self, spec, *, progress=None, cancel=None, concurrency=None, expected=None) -> ExperimentResults:
         """Run every arm on every case as a new trial and return its results.
 
         Nothing runs or is saved when the spec or a case is wrong. ``progress(done, total, run)`` is
         called as each run is stored; setting the ``threading.Event`` ``cancel`` stops the runs not
-        yet started, and what finished is kept (``results.complete`` is then False).
+        yet started, and what finished is kept (``results.complete`` is then False). ``expected`` guards
+        the save as in ``save``.
         """
-        return self._trial(*self._prepare(spec, concurrency), progress=progress, cancel=cancel)
+        return self._trial(*self._prepare(spec, concurrency, expected), progress=progress, cancel=cancel)
 
-    def start(self, spec, *, concurrency=None) -> ExperimentJob:
+    def start(self, spec, *, concurrency=None, expected=None) -> ExperimentJob:
         """``run`` on a background thread: the returned job counts ``done`` of ``total`` runs, can be
         cancelled, and holds ``results`` (or ``error``) when it ends. The spec is checked against the
         store and saved here, so a wrong one is refused at once."""
-        prepared = self._prepare(spec, concurrency)
+        prepared = self._prepare(spec, concurrency, expected)
         return ExperimentJob(prepared[0], lambda progress, cancel: self._trial(*prepared, progress=progress,
                                                                                cancel=cancel)).start()
 
-    def _prepare(self, spec, concurrency):
+    def _prepare(self, spec, concurrency, expected=None):
         """``(spec, branches, key, concurrency)``: the spec checked, each case's branch read once, the
         definition saved."""
         spec = self.spec(spec)
         check_integer(concurrency, "concurrency", minimum=1, optional=True)
         branches = resolve_cases(self.store, spec)
-        pk = self.store.experiments.save(self.tenant_id, _definition(spec), now=utc_now_iso())
+        pk = self._save(spec, expected)
         return spec, branches, pk, concurrency
 
     def _trial(self, spec, branches, pk, concurrency, *, progress, cancel) -> ExperimentResults:

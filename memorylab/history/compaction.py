@@ -6,7 +6,7 @@ supplies. Nothing here does I/O or calls a model, and token counts come from the
 with each message, so planning a long branch never re-tokenizes it.
 """
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 
 from ..errors import InvalidInputError
@@ -155,76 +155,140 @@ def plan_compaction(messages, *, protect_head=3, tail_token_budget=20000, min_ta
     one message at a time, as a ``CompactionContext`` holding just that message. ``pinned_ids``
     (default: the pins a ``Session.get_history`` read carries) are never summarized: a pin at either
     end of the middle stays in the head or tail, one inside it is kept whole after the summary.
+    ``Session.plan_compaction`` makes the same plan from the store, without reading the history whole.
     """
-    check_counts(protect_head=protect_head, tail_token_budget=tail_token_budget, min_tail_messages=min_tail_messages)
-    check_summary_template(prompt_template)
-    counts = _message_tokens(messages, token_counter)
-    head_end = _head_end(messages, protect_head)
-    tail_start = _tail_start(messages, counts, head_end, tail_token_budget, min_tail_messages)
-    kept_ids = kept_with_partners(messages[head_end:tail_start], pinned_ids_of(messages, pinned_ids))
-    while head_end < tail_start and messages[head_end]["id"] in kept_ids:
+    settings = PlanSettings(protect_head, tail_token_budget, min_tail_messages, prompt_template)
+    layout = lay_out_plan(messages, _message_tokens(messages, token_counter), pinned_ids_of(messages, pinned_ids),
+                          settings)
+    if layout is None:
+        return None
+    middle = [messages[i] for i in layout.middle]
+    return layout.plan(head=messages[:layout.head_end], middle=middle, kept=[messages[i] for i in layout.kept],
+                       tail=messages[layout.tail_start:],
+                       transcript=render_transcript([messages[i] for i in layout.summarized()]))
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """How a plan cuts a history (``plan_compaction``'s arguments, checked)."""
+
+    protect_head: int = 3
+    tail_token_budget: int = 20000
+    min_tail_messages: int = 2
+    prompt_template: str | None = None
+
+    def __post_init__(self):
+        check_counts(protect_head=self.protect_head, tail_token_budget=self.tail_token_budget,
+                     min_tail_messages=self.min_tail_messages)
+        check_summary_template(self.prompt_template)
+
+
+@dataclass(frozen=True)
+class PlanLayout:
+    """Where a plan cuts a history, in positions of it, and its token sums: worked out on rows that
+    carry each message's id, role and tool parts (whole messages, or the few fields of them that
+    ``Session.plan_compaction`` keeps), so a plan from the store and one from a list are one rule."""
+
+    settings: PlanSettings
+    head_end: int
+    tail_start: int
+    kept: list
+    middle: list
+    newest_summary: Message | None
+    newest_summary_at: int | None
+    from_id: str
+    to_id: str
+    head_tokens: int
+    middle_tokens: int
+    kept_tokens: int
+    tail_tokens: int
+
+    def summarized(self) -> list[int]:
+        """The positions whose messages the prompt's transcript shows: the middle less the previous summary."""
+        return [i for i in self.middle if i != self.newest_summary_at]
+
+    def plan(self, *, head, middle, kept, tail, transcript) -> CompactionPlan:
+        """The CompactionPlan, given the messages at this layout's positions and the rendered transcript."""
+        settings = self.settings
+        previous_summary = message_text(self.newest_summary) if self.newest_summary else None
+        target = max(MIN_TARGET_SUMMARY_TOKENS, -(-self.middle_tokens // 5))
+        return CompactionPlan(
+            head=head, middle=middle, kept=kept, tail=tail, from_id=self.from_id, to_id=self.to_id,
+            previous_summary=previous_summary,
+            tokens_before=self.head_tokens + self.middle_tokens + self.kept_tokens + self.tail_tokens,
+            head_tokens=self.head_tokens, middle_tokens=self.middle_tokens, kept_tokens=self.kept_tokens,
+            tail_tokens=self.tail_tokens, target_summary_tokens=target,
+            tokens_after=self.head_tokens + target + self.kept_tokens + self.tail_tokens,
+            prompt=summary_prompt(transcript, previous_summary=previous_summary, target_tokens=target,
+                                  template=settings.prompt_template),
+            protect_head=settings.protect_head, tail_token_budget=settings.tail_token_budget,
+            min_tail_messages=settings.min_tail_messages, prompt_template=settings.prompt_template,
+        )
+
+
+def lay_out_plan(rows, counts, pinned_ids, settings) -> PlanLayout | None:
+    """The ``PlanLayout`` of ``rows`` (an overlaid history's messages, or rows with their id, role and
+    tool parts) whose token counts are ``counts``; None when the middle holds no original message."""
+    head_end = _head_end(rows, settings.protect_head)
+    tail_start = _tail_start(rows, counts, head_end, settings.tail_token_budget, settings.min_tail_messages)
+    kept_ids = kept_with_partners(rows[head_end:tail_start], pinned_ids)
+    while head_end < tail_start and rows[head_end]["id"] in kept_ids:
         head_end += 1
-    while tail_start > head_end and messages[tail_start - 1]["id"] in kept_ids:
+    while tail_start > head_end and rows[tail_start - 1]["id"] in kept_ids:
         tail_start -= 1
     span = range(head_end, tail_start)
-    middle = [messages[i] for i in span if messages[i]["id"] not in kept_ids]
-    if all(is_summary_message(message) for message in middle):
+    middle = [i for i in span if rows[i]["id"] not in kept_ids]
+    if all(is_summary_message(rows[i]) for i in middle):
         return None
-    kept = [messages[i] for i in span if messages[i]["id"] in kept_ids]
-    summaries = [message for message in middle if is_summary_message(message)]
-    newest_summary = summaries[-1] if summaries else None
-    previous_summary = message_text(newest_summary) if newest_summary else None
-    head_tokens, tail_tokens = sum(counts[:head_end]), sum(counts[tail_start:])
-    middle_tokens = sum(counts[i] for i in span if messages[i]["id"] not in kept_ids)
-    kept_tokens = sum(counts[i] for i in span if messages[i]["id"] in kept_ids)
-    target = max(MIN_TARGET_SUMMARY_TOKENS, -(-middle_tokens // 5))
-    prompt = build_summary_prompt(
-        [message for message in middle if message is not newest_summary],
-        previous_summary=previous_summary, target_tokens=target, template=prompt_template,
+    kept = [i for i in span if rows[i]["id"] in kept_ids]
+    summaries = [i for i in middle if is_summary_message(rows[i])]
+    newest_summary_at = summaries[-1] if summaries else None
+    return PlanLayout(
+        settings=settings, head_end=head_end, tail_start=tail_start, kept=kept, middle=middle,
+        newest_summary=None if newest_summary_at is None else rows[newest_summary_at],
+        newest_summary_at=newest_summary_at,
+        from_id=_original_id(rows[middle[0]], "from_id"), to_id=_original_id(rows[middle[-1]], "to_id"),
+        head_tokens=sum(counts[:head_end]), middle_tokens=sum(counts[i] for i in middle),
+        kept_tokens=sum(counts[i] for i in kept), tail_tokens=sum(counts[tail_start:]),
     )
-    return CompactionPlan(
-        head=messages[:head_end], middle=middle, kept=kept, tail=messages[tail_start:],
-        from_id=_original_id(middle[0], "from_id"), to_id=_original_id(middle[-1], "to_id"),
-        previous_summary=previous_summary,
-        tokens_before=head_tokens + middle_tokens + kept_tokens + tail_tokens, head_tokens=head_tokens,
-        middle_tokens=middle_tokens, kept_tokens=kept_tokens, tail_tokens=tail_tokens, target_summary_tokens=target,
-        tokens_after=head_tokens + target + kept_tokens + tail_tokens, prompt=prompt,
-        protect_head=protect_head, tail_token_budget=tail_token_budget,
-        min_tail_messages=min_tail_messages, prompt_template=prompt_template,
-    )
+
+
+def stored_tokens(message) -> int:
+    """A message's stored token estimate (estimated now when it has none)."""
+    tokens = message.get("tokens")
+    return tokens if isinstance(tokens, int) else estimate_message_tokens([message])
 
 
 def _message_tokens(messages, token_counter):
     if token_counter is not None:
         return [token_counter(CompactionContext([message])) for message in messages]
-    return [
-        message["tokens"] if isinstance(message.get("tokens"), int) else estimate_message_tokens([message])
-        for message in messages
-    ]
+    return [stored_tokens(message) for message in messages]
 
 
-def _head_end(messages, protect_head):
+def _head_end(rows, protect_head):
     """End (exclusive) of the head: it stops before a summary, so an old summary is always updated
-    rather than frozen, and runs on past the results of a tool call it ends with."""
-    end = min(protect_head, len(messages))
-    end = next((i for i in range(end) if is_summary_message(messages[i])), end)
-    while 0 < end < len(messages) and messages[end].get("role") == "tool":
+    rather than frozen, and runs on past the results of a tool call it ends with. ``rows`` need only
+    each message's id and role."""
+    end = min(protect_head, len(rows))
+    end = next((i for i in range(end) if is_summary_message(rows[i])), end)
+    while 0 < end < len(rows) and rows[end].get("role") == "tool":
         end += 1
     return end
 
 
-def _tail_start(messages, counts, head_end, tail_token_budget, min_tail_messages):
+def _tail_start(rows, counts, head_end, tail_token_budget, min_tail_messages):
     """Start of the tail: newest messages while they fit the budget, at least ``min_tail_messages``
-    and the newest one; moved back so tool results stay with the message that called the tool."""
+    and the newest one; moved back so tool results stay with the message that called the tool.
+    ``rows`` need only each message's role; ``counts`` are their tokens."""
     required = max(min_tail_messages, 1)
-    start, total = len(messages), 0
+    start, total = len(rows), 0
     while start > head_end:
         cost = counts[start - 1]
-        if len(messages) - start >= required and total + cost > tail_token_budget:
+        if len(rows) - start >= required and total + cost > tail_token_budget:
             break
         total += cost
         start -= 1
-    while head_end < start < len(messages) and messages[start].get("role") == "tool":
+    while head_end < start < len(rows) and rows[start].get("role") == "tool":
         start -= 1
     return start
 
@@ -268,42 +332,68 @@ def build_summary_prompt(middle, *, previous_summary=None, target_tokens, templa
     (an older one beside the previous summary) are shown in the transcript, so their facts survive.
     """
     check_summary_template(template)
+    return summary_prompt(render_transcript(middle), previous_summary=previous_summary, target_tokens=target_tokens,
+                          template=template)
+
+
+def summary_prompt(transcript, *, previous_summary, target_tokens, template) -> str:
+    """``build_summary_prompt`` for a transcript already rendered (``render_transcript``)."""
     previous = PREVIOUS_SUMMARY_SECTION.format(text=previous_summary) if previous_summary else ""
     return (template or DEFAULT_SUMMARY_TEMPLATE).format(
-        transcript=render_transcript(middle), previous_summary=previous, target_tokens=target_tokens,
+        transcript=transcript, previous_summary=previous, target_tokens=target_tokens,
     )
 
 
 def render_transcript(messages) -> str:
     """Role-labelled lines; a tool call shows its input and (cut) output on one line, even when the
     result arrived in a separate tool message. Reasoning is left out: it is not part of what was said."""
-    separate_results = {
-        part.get("toolCallId"): part
+    return "\n".join(transcript_lines(messages, tool_result_outputs(messages)))
+
+
+def tool_result_outputs(messages) -> dict:
+    """``{call id: cut output}`` of the results that arrived in separate tool messages (None: the result
+    holds no output), the later one winning: all a transcript needs of them, so a transcript rendered
+    in pages (``transcript_lines``) holds these few characters per result rather than the results."""
+    return {
+        part.get("toolCallId"): _output_preview(part)
         for message in messages if message.get("role") == "tool"
         for part in message.get("parts") or () if is_tool_part(part)
     }
-    shown_results = set()
-    lines = []
+
+
+def transcript_lines(messages, results, shown=None) -> Iterator[str]:
+    """The lines of ``render_transcript`` for ``messages``, one page of a longer transcript: ``results``
+    are the ``tool_result_outputs`` of the whole transcript, and ``shown`` (kept from page to page)
+    the calls whose separate result has been shown with them, so the result is not shown again."""
+    shown = set() if shown is None else shown
     for message in messages:
         label = "earlier summary" if is_summary_message(message) else message.get("role")
         for part in message.get("parts") or ():
+            call_id = part.get("toolCallId")
             if part.get("type") == "text":
-                lines.append(f"{label}: {part.get('text') or ''}")
-            elif is_tool_part(part) and part.get("toolCallId") not in shown_results:
-                result = part if "output" in part else separate_results.get(part.get("toolCallId"), part)
-                if result is not part:
-                    shown_results.add(part.get("toolCallId"))
-                lines.append(f"{label}: {_render_tool_call(part, result)}")
-    return "\n".join(lines)
+                yield f"{label}: {part.get('text') or ''}"
+            elif is_tool_part(part) and call_id not in shown:
+                if "output" in part:
+                    output = _output_preview(part)
+                elif call_id in results:
+                    output = results[call_id]
+                    shown.add(call_id)
+                else:
+                    output = None
+                yield f"{label}: {_render_tool_call(part, output)}"
 
 
-def _render_tool_call(call, result):
+def _output_preview(part):
+    return truncate_text(compact_json(part["output"]), TOOL_OUTPUT_PREVIEW_CHARS) if "output" in part else None
+
+
+def _render_tool_call(call, output):
     name = call.get("toolName") or call.get("type", "").removeprefix("tool-") or "tool"
     rendered = f"tool {name}"
     if "input" in call:
         rendered += f"({compact_json(call['input'])})"
-    if "output" in result:
-        rendered += f" -> {truncate_text(compact_json(result['output']), TOOL_OUTPUT_PREVIEW_CHARS)}"
+    if output is not None:
+        rendered += f" -> {output}"
     return rendered
 
 
@@ -325,8 +415,7 @@ def create_compact_function(summarize, *, protect_head=3, tail_token_budget=2000
         "min_tail_messages": min_tail_messages, "token_counter": token_counter,
         "prompt_template": prompt_template,
     }
-    check_counts(protect_head=protect_head, tail_token_budget=tail_token_budget, min_tail_messages=min_tail_messages)
-    check_summary_template(prompt_template)
+    PlanSettings(protect_head, tail_token_budget, min_tail_messages, prompt_template)  # refused now, not later
 
     def compact(messages):
         counter = settings["token_counter"] or getattr(messages, "token_counter", None)

@@ -10,12 +10,15 @@ import logging
 import uuid
 import warnings
 
-from .compaction import CompactionContext
+from collections.abc import Iterator
+
+from .compaction import CompactionContext, CompactionPlan, PlanSettings, plan_compaction
 from ..context import ContextBlocks, Tool, build_tools
 from ..context.blocks import StoredPromptProvider
 from ..errors import InvalidInputError, InvalidMessageError, NotFoundError
 from ..messages import is_tool_part, normalize_message, normalized_and_measured, utc_now_iso
 from .overlays import apply_overlays, is_summary_message, visible_overlays
+from .paged import iter_history, plan_stored
 from ..shapes import Message, Messages, Overlay, SearchHits
 from ..store import LATEST_LEAF
 from ..store.protocols import SessionStorage
@@ -143,9 +146,10 @@ class Session:
     def get_context_blocks(self) -> list[dict]:
         return self.context.blocks()
 
-    def replace_context_block(self, label, content) -> dict:
-        """Overwrite a writable block; over ``max_tokens`` or readonly is refused and nothing changes."""
-        return self.context.replace(label, content)
+    def replace_context_block(self, label, content, expected=None) -> dict:
+        """Overwrite a writable block; over ``max_tokens`` or readonly is refused and nothing changes.
+        ``expected``: the block's ``version`` as read; a block changed since is a ``StaleWriteError``."""
+        return self.context.replace(label, content, expected)
 
     def append_context_block(self, label, content) -> dict:
         """Add ``content`` as a new line at the end of a writable block, within its budget."""
@@ -328,6 +332,17 @@ class Session:
                 return path
             return apply_overlays(path, self.storage.overlays())
 
+    def iter_history(self, leaf_id=None, *, page_size=1000) -> Iterator[Message]:
+        """What ``get_history(leaf_id)`` returns, message by message, read ``page_size`` messages at a
+        time: a 200,000-message branch is read holding one page, not the list. Each page is read on
+        its own; a loop inside ``with session.store.snapshot():`` sees one state of the store."""
+        check_integer(page_size, "page_size", minimum=1)
+        if leaf_id is None:
+            leaf_id = self.storage.latest_leaf_id()
+            if leaf_id is None:
+                return iter(())
+        return iter_history(self.storage, self.store.snapshot, leaf_id, page_size)
+
     def get_path_length(self, leaf_id=None) -> int:
         """Number of stored messages from the root to ``leaf_id`` (overlays not applied)."""
         leaf_id = leaf_id or self.storage.latest_leaf_id()
@@ -384,6 +399,23 @@ class Session:
         return self.storage.pins()
 
     # -- compaction ----------------------------------------------------------------------------
+
+    def plan_compaction(self, leaf_id=None, *, protect_head=3, tail_token_budget=20000, min_tail_messages=2,
+                        token_counter=None, prompt_template=None, pinned_ids=None,
+                        page_size=1000) -> CompactionPlan | None:
+        """``plan_compaction(self.get_history(leaf_id), ...)`` made from the store without holding the
+        history: two reads of ``iter_history``, the first keeping each message's id, role and stored
+        tokens. Head, kept and tail are lists; ``middle`` is a read-only sequence that reads the store
+        when iterated. A ``token_counter`` is asked about whole messages, so with one the history is
+        read whole, as ``plan_compaction`` would."""
+        if token_counter is not None:
+            return plan_compaction(self.get_history(leaf_id), protect_head=protect_head,
+                                   tail_token_budget=tail_token_budget, min_tail_messages=min_tail_messages,
+                                   token_counter=token_counter, prompt_template=prompt_template, pinned_ids=pinned_ids)
+        settings = PlanSettings(protect_head, tail_token_budget, min_tail_messages, prompt_template)
+        leaf_id = leaf_id or self.storage.latest_leaf_id()
+        pinned = frozenset(self.storage.pinned_ids() if pinned_ids is None else pinned_ids)
+        return plan_stored(lambda: self.iter_history(leaf_id, page_size=page_size), pinned, settings)
 
     def compaction_context(self, leaf_id=None, *, token_counter=None, history=None) -> CompactionContext:
         """The ``CompactionContext`` of the branch ending at ``leaf_id`` (default: the latest leaf):

@@ -47,10 +47,11 @@ class ToolPairFinding:
 
 def lint_tool_pairs(session) -> list[ToolPairFinding]:
     """Every tool-pair problem on any root-to-leaf path of ``session``, overlays applied; each once,
-    in tree order, however many branches share it. Reads the session's outline, which keeps every
-    message's tool parts without decoding the plain-text ones."""
+    in tree order, however many branches share it. Reads the session's text-less outline: ids, roles
+    and tool calls, without any text or tool payload, so a 200,000-message session lints in bounded memory."""
     with session.store.snapshot():
-        return lint_tree(session.storage.outline(), session.get_compactions(), session.storage.pinned_ids())
+        return lint_tree(session.storage.outline(with_text=False), session.get_compactions(),
+                         session.storage.pinned_ids())
 
 
 def lint_path(messages) -> list[ToolPairFinding]:
@@ -102,7 +103,8 @@ def lint_tree(messages, overlays, pinned_ids=()) -> list[ToolPairFinding]:
             for kind, message_ids, call_id, detail in findings:
                 entry = found.setdefault((kind, message_ids, call_id), [detail, leaf_id, 0])
                 entry[2] += 1
-    order = {message_id: i for i, message_id in enumerate(tree.messages)}
+    flagged = {finding_ids[-1] for _, finding_ids, _ in found}
+    order = {message_id: i for i, message_id in enumerate(tree.messages) if message_id in flagged}
     return sorted((ToolPairFinding(kind, ids, call_id, leaf_id, detail, paths)
                    for (kind, ids, call_id), (detail, leaf_id, paths) in found.items()),
                   key=lambda f: (order.get(f.message_ids[-1], -1), KINDS.index(f.kind)))

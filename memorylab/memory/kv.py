@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import InvalidInputError
 from ..messages import to_utc_iso
 from ..shapes import KVEntry, KVRows
+from ..store.compare_and_set import StaleWriteError, check_expected
 from ..validation import check_identifier, check_page, is_integer
 
 MAX_KEY_LENGTH = 512
@@ -164,15 +165,25 @@ class KVStore:
     def _scope(self):
         return self.tenant_id, self.namespace
 
-    def set(self, key, value, ttl=None) -> None:
-        """Store ``value`` under ``key``, replacing value and TTL; ``ttl`` seconds until it expires."""
+    def set(self, key, value, ttl=None, *, expected=None) -> None:
+        """Store ``value`` under ``key``, replacing value and TTL; ``ttl`` seconds until it expires.
+
+        ``expected``: the entry's ``version`` as read (``MISSING``: there was none). An entry changed,
+        created or removed since is a ``StaleWriteError`` whose ``stored`` is the live entry (or None).
+        """
         check_key(key)
         text = encode_value(value)
         expires_at = None if check_ttl(ttl) is None else self._now(ttl)
-        self.store.kv.set(*self._scope(), key, text, expires_at=expires_at, now=self._now())
+        try:
+            self.store.kv.set(*self._scope(), key, text, expires_at=expires_at, now=self._now(),
+                              expected=check_expected(expected))
+        except StaleWriteError as stale:
+            raise StaleWriteError(f"KV entry {key!r}", expected=expected, version=stale.version,
+                                  stored=stale.stored and _entry(stale.stored)) from None
 
     def get_entry(self, key) -> KVEntry | None:
-        """``{"key", "value", "expires_at", "created_at", "updated_at"}``, or None when missing or expired."""
+        """``{"key", "value", "expires_at", "created_at", "updated_at", "version"}``, or None when missing
+        or expired; ``version`` is what ``set(..., expected=)`` compares."""
         row = self.store.kv.get(*self._scope(), check_key(key), now=self._now())
         return _entry(row) if row else None
 

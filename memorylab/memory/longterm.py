@@ -58,6 +58,7 @@ from ..llm.models import redact_secrets
 from .longterm_model import model_steps
 from ..messages import utc_now_iso
 from ..shapes import MemoryRecord, MemoryRecords
+from ..store.compare_and_set import check_expected
 from ..tokens import compact_json
 from ..history.truncation import truncate_text
 from ..validation import check_counts, check_identifier, check_number, is_number
@@ -627,8 +628,10 @@ class LongTermMemory:
         record = self._record(memory, memory["session_id"], {"source": "manual", **(provenance or {})})
         return self.store.long_term.insert(self.workspace, [record])[0]
 
-    def update_record(self, record_id, **fields) -> MemoryRecord | None:
-        """Change ``EDITABLE_FIELDS`` of a record (checked as in ``add_record``); returns it."""
+    def update_record(self, record_id, *, expected=None, **fields) -> MemoryRecord | None:
+        """Change ``EDITABLE_FIELDS`` of a record (checked as in ``add_record``); returns it.
+        ``expected``: the record's ``version`` as read; a record changed since is a ``StaleWriteError``."""
+        check_expected(expected)
         unknown = sorted(set(fields) - set(EDITABLE_FIELDS))
         if unknown:
             raise InvalidInputError(f"cannot update {unknown}; editable fields: {', '.join(EDITABLE_FIELDS)}")
@@ -640,7 +643,7 @@ class LongTermMemory:
             merged["session_id"] = None  # moving a session memory to global frees it from its session
         memory = self._checked(merged)
         stored = {**memory, "kind": memory["scope"].lower()}
-        return self.store.long_term.update(self.workspace, current["id"], stored)
+        return self.store.long_term.update(self.workspace, current["id"], stored, expected=expected)
 
     def delete_record(self, record_id) -> bool:
         """Remove a record; True when it existed."""

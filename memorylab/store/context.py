@@ -3,7 +3,17 @@ entries that searchable blocks index (shared by a tenant's sessions, by namespac
 from __future__ import annotations
 
 from ..messages import utc_now_iso
+from .compare_and_set import check_version, version_of
 from .repository import Repository
+
+_SET_BLOCK = "INSERT INTO context_blocks (session_pk, label, content, updated_at) VALUES (?, ?, ?, ?)"
+_REPLACE_BLOCK = (" ON CONFLICT (session_pk, label) DO UPDATE SET content = excluded.content,"
+                  " updated_at = excluded.updated_at")
+
+
+def text_version(text) -> str:
+    """The version of a block's text; an unstored block reads as empty text, so they share one."""
+    return version_of(text or "")
 
 
 class SessionBlocks(Repository):
@@ -26,14 +36,29 @@ class SessionBlocks(Repository):
         row = self._one("SELECT content FROM context_blocks WHERE session_pk = ? AND label = ?", (self.pk, label))
         return row["content"] if row else None
 
-    def set_content(self, label, content) -> None:
+    def set_content(self, label, content, *, expected=None) -> None:
+        """Store a block's text. With ``expected`` (a ``text_version`` of what was read), only while the
+        stored text is still at that version; else ``StaleWriteError`` with the stored text."""
         with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO context_blocks (session_pk, label, content, updated_at) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (session_pk, label) DO UPDATE SET content = excluded.content,"
-                " updated_at = excluded.updated_at",
-                (self.pk, label, content, utc_now_iso()),
-            )
+            if expected is None:
+                conn.execute(_SET_BLOCK + _REPLACE_BLOCK, (self.pk, label, content, utc_now_iso()))
+                return
+            stored = self._locked_content(conn, label)
+            check_version(f"block {label!r}", expected, text_version(stored), stored)
+            if stored is None:
+                if conn.execute(_SET_BLOCK + " ON CONFLICT DO NOTHING", (self.pk, label, content, utc_now_iso())).rowcount:
+                    return
+                stored = self._locked_content(conn, label)  # another writer created it meanwhile
+                check_version(f"block {label!r}", expected, text_version(stored), stored)
+            conn.execute("UPDATE context_blocks SET content = ?, updated_at = ? WHERE session_pk = ? AND label = ?",
+                         (content, utc_now_iso(), self.pk, label))
+
+    def _locked_content(self, conn, label):
+        """The stored text of a block, its row locked until the transaction ends (PostgreSQL; SQLite's
+        write transaction holds the whole file already). None when no row is stored."""
+        row = conn.execute("UPDATE context_blocks SET updated_at = updated_at WHERE session_pk = ? AND label = ?"
+                           " RETURNING content", (self.pk, label)).fetchone()
+        return row["content"] if row else None
 
     def cached_prompt(self) -> str | None:
         row = self._one("SELECT cached_prompt FROM sessions WHERE pk = ?", (self.pk,))

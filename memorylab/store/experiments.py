@@ -1,16 +1,15 @@
 """Experiment rows: a definition (arms, cases, probes) per tenant and name, and every run kept.
 
 Saving a definition replaces its arms, cases and probes and never touches its runs. Values arrive as
-plain Python (dicts and lists); JSON columns are written with the store's encoder and read back here,
-and a stored document that cannot be read is a DamagedRowError naming the row.
+plain Python (dicts and lists); JSON columns are written with the store's encoder and read back here.
+A definition is read whole or not at all: a stored document of it that cannot be read is a
+DamagedRowError naming the row. A list of runs leaves a damaged run out with a DamagedRowWarning.
 """
 from __future__ import annotations
 
-import json
-
-from ..errors import DamagedRowError
+from .compare_and_set import MISSING, check_version, version_of
 from .repository import Repository, insert_rows
-from .rows import dumps
+from .rows import JSON_KINDS, dumps, read_json, readable
 
 RUN_COLUMNS = ("trial", "arm", "strategy", "arm_settings", "case_name", "tenant_id", "agent_id", "session_id",
                "leaf_id", "context", "summary",
@@ -21,31 +20,42 @@ _RUN_SUMMARY_COLUMNS = tuple(c for c in RUN_COLUMNS if c != "context")
 """Everything of a run but its context, which can be the whole branch: listings leave it out."""
 
 
-def _loads(text, where):
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except (TypeError, ValueError) as error:
-        raise DamagedRowError(f"{where}: its stored JSON is not readable ({error})") from None
+def _loads(row, table, column, where):
+    """The JSON document ``row[column]`` of ``table``; DamagedRowError naming ``where`` when unreadable."""
+    return read_json(row[column], JSON_KINDS[table][column], where, column)
+
+
+def _run_from_row(row):
+    """A run with its JSON documents decoded; DamagedRowError when one cannot be read."""
+    return {column: _loads(row, "experiment_runs", column, f"experiment run {row['pk']}") if column in _RUN_JSON
+            else value for column, value in dict(row).items()}
 
 
 class ExperimentRecords(Repository):
     # -- definitions ---------------------------------------------------------------------------------
 
-    def save(self, tenant_id, definition, *, now) -> int:
+    def save(self, tenant_id, definition, *, now, expected=None) -> int:
         """Create or replace the definition ``{"name", "description", "settings", "arms", "cases"}``
         (arms: ``{"name", "strategy", "settings", "min_score"}``; cases: ``{"name", "tenant_id",
         "agent_id", "session_id", "leaf_id", "probes": [{"id", "kind", "question", "facts", "answer"}]}``).
-        Returns its key; its runs stay."""
+        Returns its key; its runs stay. With ``expected`` (the stored definition's ``version`` as read,
+        ``MISSING`` for none), only while it is still at that version; else ``StaleWriteError`` with
+        the stored definition."""
+        name = definition["name"]
+        on_conflict = " DO NOTHING" if expected == MISSING else (
+            " DO UPDATE SET description = excluded.description, settings = excluded.settings,"
+            " updated_at = excluded.updated_at")
         with self.transaction() as conn:
-            pk = conn.execute(
+            if expected is not None:
+                self._check_unchanged(conn, tenant_id, name, expected)
+            row = conn.execute(
                 "INSERT INTO experiments (tenant_id, name, description, settings, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, name) DO UPDATE SET"
-                " description = excluded.description, settings = excluded.settings, updated_at = excluded.updated_at"
-                " RETURNING pk",
-                (tenant_id, definition["name"], definition["description"], dumps(definition["settings"]), now, now),
-            ).fetchone()[0]
+                f" VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, name){on_conflict} RETURNING pk",
+                (tenant_id, name, definition["description"], dumps(definition["settings"]), now, now),
+            ).fetchone()
+            if row is None:  # another writer created it since the check
+                self._check_unchanged(conn, tenant_id, name, expected)
+            pk = row[0]
             for table in ("experiment_arms", "experiment_cases", "experiment_probes"):
                 conn.execute(f"DELETE FROM {table} WHERE experiment_pk = ?", (pk,))
             insert_rows(conn, "experiment_arms", ("experiment_pk", "name", "position", "strategy", "settings", "min_score"),
@@ -63,8 +73,16 @@ class ExperimentRecords(Repository):
                          for case in cases for position, probe in enumerate(case["probes"])])
         return pk
 
+    def _check_unchanged(self, conn, tenant_id, name, expected):
+        """Lock the experiment's row (PostgreSQL; SQLite's write transaction holds the whole file
+        already) and refuse when its stored definition is not at version ``expected``."""
+        conn.execute("UPDATE experiments SET updated_at = updated_at WHERE tenant_id = ? AND name = ?", (tenant_id, name))
+        stored = self.definition(tenant_id, name)
+        check_version(f"experiment {name!r}", expected, MISSING if stored is None else stored["version"], stored)
+
     def definition(self, tenant_id, name) -> dict | None:
-        """What ``save`` was given (plus ``pk``, ``created_at``, ``updated_at``), or None."""
+        """What ``save`` was given (plus ``pk``, ``created_at``, ``updated_at`` and the ``version`` a
+        guarded save compares), or None."""
         with self._store.snapshot() as conn:
             row = conn.execute("SELECT * FROM experiments WHERE tenant_id = ? AND name = ?", (tenant_id, name)).fetchone()
             if row is None:
@@ -79,17 +97,18 @@ class ExperimentRecords(Repository):
         for probe in probes:
             by_case.setdefault(probe["case_name"], []).append({
                 "id": probe["probe_id"], "kind": probe["kind"], "question": probe["question"],
-                "facts": _loads(probe["facts"], f"{where}, probe {probe['probe_id']!r}"), "answer": probe["answer"],
+                "facts": _loads(probe, "experiment_probes", "facts", f"{where}, probe {probe['probe_id']!r}"), "answer": probe["answer"],
             })
-        return {
-            "pk": pk, "name": row["name"], "description": row["description"],
-            "settings": _loads(row["settings"], where), "created_at": row["created_at"], "updated_at": row["updated_at"],
+        content = {
+            "name": row["name"], "description": row["description"], "settings": _loads(row, "experiments", "settings", where),
             "arms": [{"name": arm["name"], "strategy": arm["strategy"], "min_score": arm["min_score"],
-                      "settings": _loads(arm["settings"], f"{where}, arm {arm['name']!r}")} for arm in arms],
+                      "settings": _loads(arm, "experiment_arms", "settings", f"{where}, arm {arm['name']!r}")} for arm in arms],
             "cases": [{"name": case["name"], "tenant_id": case["tenant_id"], "agent_id": case["agent_id"],
                        "session_id": case["session_id"], "leaf_id": case["leaf_id"],
                        "probes": by_case.get(case["name"], [])} for case in cases],
         }
+        return {"pk": pk, **content, "created_at": row["created_at"], "updated_at": row["updated_at"],
+                "version": version_of(content)}
 
     def listing(self, tenant_id) -> list[dict]:
         """``[{"name", "description", "arms", "cases", "probes", "trials", "runs", "updated_at", "last_run"}]``
@@ -160,15 +179,8 @@ class ExperimentRecords(Repository):
                 r.case_name""",
             params,
         )
-        runs = []
-        for row in rows:
-            run = dict(row)
-            for column in _RUN_JSON:
-                if column in run:
-                    run[column] = _loads(run[column], f"experiment run {row['pk']}")
-            runs.append(run)
-        return runs
+        return readable(rows, _run_from_row)
 
     def run_context(self, run_pk) -> list | None:
         row = self._one("SELECT context FROM experiment_runs WHERE pk = ?", (run_pk,))
-        return None if row is None else _loads(row["context"], f"experiment run {run_pk}")
+        return None if row is None else _loads(row, "experiment_runs", "context", f"experiment run {run_pk}")

@@ -4,17 +4,36 @@
 foreign-key and FTS5 checks, and ``PostgresIntegrity`` answers those with nothing found (PostgreSQL
 enforces foreign keys and computes its search vectors itself). Each method returns what it found
 (rows, counts, the engine's own complaint) and repairs nothing: wording the report is
-``memorylab.check``'s job, deciding on a repair is the user's.
+``memorylab.check``'s job, a repair is ``quarantine``'s. Every question is a read, except FTS5's own
+index check, which SQLite runs as a command written into the index (``fts_complaint``).
 """
 import re
 
-from ..errors import StoreBusyError, StoreError
+from ..errors import StoreBusyError, StoreError, StoreReadOnlyError
+from . import schema
 from .repository import Repository
-from .rows import MESSAGE_COLUMNS, unreadable_message
+from .rows import JSON_KINDS, MESSAGE_COLUMNS, json_problem, session_name, unreadable_message
 
 _FTS_CONTENT = re.compile(r"\bcontent\s*=\s*'([^']*)'")
 _FTS_CONTENT_ROWID = re.compile(r"\bcontent_rowid\s*=\s*'([^']*)'")
 _SESSION = "s.tenant_id, s.agent_id, s.session_id"
+_TABLES = {table.name: table for table in schema.TABLES}
+_KEYS = {name: table.key for name, table in _TABLES.items()}
+_ROW_NAMES = {
+    # How reads name a row of each table in their DamagedRowError, so that check names it alike.
+    "sessions": session_name,
+    "compactions": lambda r: f"overlay {r['id']}",
+    "kv_entries": lambda r: f"KV entry {r['key']!r} (namespace {r['namespace']!r}, tenant {r['tenant_id']!r})",
+    "memory_records": lambda r: f"long-term record {r['pk']} (workspace {r['workspace']!r})",
+    "experiments": lambda r: f"experiment {r['name']!r}",
+    "experiment_arms": lambda r: f"experiment {r['experiment']!r}, arm {r['name']!r}",
+    "experiment_probes": lambda r: f"experiment {r['experiment']!r}, probe {r['probe_id']!r}",
+    "experiment_runs": lambda r: f"experiment run {r['pk']}",
+    "quarantine": lambda r: f"quarantined row {r['pk']}",
+}
+NOT_CHECKED = object()
+"""``fts_complaint``'s answer when the store may only read: FTS5 checks an index through a command
+written into it, which a read-only database refuses before it starts."""
 
 
 def _quote(name):
@@ -91,27 +110,61 @@ class Integrity(Repository):
             ) AS checked WHERE NOT (from_exists AND to_exists AND on_path) ORDER BY session_id, id"""
         )]
 
-    def unreadable_messages(self, batch=5000) -> list[dict]:
-        """Messages whose stored parts or metadata cannot be read back, each with its ``problem``.
-
-        Every row is decoded exactly as reads decode it (in batches, so a large file is not loaded
-        at once): what this finds is what reads skip.
-        """
-        found, after = [], -1
+    def _batches(self, sql, key, batch):
+        """The rows of ``sql`` (a SELECT of table ``t`` with ``{after}`` where its WHERE goes, ordered by
+        ``key``) in lists of up to ``batch``, each query going on after the last key of the one before,
+        so a large table is never loaded at once."""
+        last = None
         while True:
-            rows = self._all(
-                f"""SELECT m.seq, {_SESSION}, {", ".join("m." + c for c in MESSAGE_COLUMNS.split(", "))}
-                FROM messages m JOIN sessions s ON s.pk = m.session_pk WHERE m.seq > ? ORDER BY m.seq LIMIT ?""",
-                (after, batch),
-            )
+            after = "TRUE" if last is None else f"({', '.join('t.' + c for c in key)}) > ({', '.join('?' * len(key))})"
+            rows = self._all(f"{sql.format(after=after)} ORDER BY {', '.join('t.' + c for c in key)} LIMIT ?",
+                             (*(last or ()), batch))
+            yield rows
+            if len(rows) < batch:
+                return
+            last = tuple(rows[-1][c] for c in key)
+
+    def damaged_rows(self, batch=5000) -> list[dict]:
+        """``[{"table", "key", "problem", "session"}]``: every row with a JSON document that reads do
+        not accept (unreadable, of another kind than the engine writes there, or a message part of a
+        shape it never writes), decoded exactly as reads decode it. ``key`` is the row's primary key
+        as a dict, ``problem`` says which row and what is wrong, ``session`` names the session the row
+        belongs to (None for rows of no session)."""
+        found = self._damaged_messages(batch)
+        for table in JSON_KINDS:
+            if table != "messages":
+                found.extend(self._damaged_documents(table, batch))
+        return found
+
+    def _damaged_messages(self, batch):
+        found = []
+        columns = ", ".join("t." + c for c in MESSAGE_COLUMNS.split(", "))
+        sql = f"SELECT t.seq, {_SESSION}, {columns} FROM messages t JOIN sessions s ON s.pk = t.session_pk WHERE {{after}}"
+        for rows in self._batches(sql, ("seq",), batch):
             for row in rows:
                 problem = unreadable_message(tuple(row)[4:])
                 if problem:
-                    found.append({**{key: row[key] for key in ("tenant_id", "agent_id", "session_id", "id",
-                                                               "parent_id")}, "problem": problem})
-            if len(rows) < batch:
-                return found
-            after = rows[-1]["seq"]
+                    found.append({"table": "messages", "key": {"seq": row["seq"]}, "problem": problem,
+                                  "session": session_name(row)})
+        return found
+
+    def _damaged_documents(self, table, batch):
+        found, columns = [], {column.name for column in _TABLES[table].columns}
+        joins, named = "", ""
+        if "session_pk" in columns:
+            joins, named = " LEFT JOIN sessions s ON s.pk = t.session_pk", f", {_SESSION}"
+        if "experiment_pk" in columns:
+            joins, named = " LEFT JOIN experiments e ON e.pk = t.experiment_pk", ", e.name AS experiment"
+        sql = f"SELECT t.*{named} FROM {table} t{joins} WHERE {{after}}"
+        for rows in self._batches(sql, _KEYS[table], batch):
+            for row in rows:
+                problems = [f"its stored {column} {problem}" for column, kind in JSON_KINDS[table].items()
+                            if row[column] is not None and (problem := json_problem(row[column], kind))]
+                if problems:
+                    found.append({"table": table, "key": {c: row[c] for c in _KEYS[table]},
+                                  "problem": f"{_ROW_NAMES[table](row)}: {'; '.join(problems)}",
+                                  "session": session_name(row) if "session_pk" in columns else None})
+        return found
 
     def stale_latest_pointers(self) -> list[dict]:
         """Sessions whose ``latest_message_id`` (where appends go by default) is not their newest
@@ -152,12 +205,15 @@ class SQLiteIntegrity(Integrity):
 
     def fts_complaint(self, index, *, against_content) -> str | None:
         """FTS5's ``integrity-check`` of ``index``; with ``against_content`` it also compares every
-        row with the text of its content table. None when it passes, else SQLite's error text."""
+        row with the text of its content table. None when it passes, ``NOT_CHECKED`` on a database this
+        store may not write, else SQLite's error text."""
         name = _quote(index)
         try:
             with self.transaction() as conn:
                 conn.execute(f"INSERT INTO {name} ({name}, rank) VALUES ('integrity-check', ?)",
                              (1 if against_content else 0,))
+        except StoreReadOnlyError:
+            return NOT_CHECKED
         except StoreBusyError:
             raise
         except StoreError as error:

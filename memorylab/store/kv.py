@@ -6,9 +6,33 @@ their namespace.
 """
 from __future__ import annotations
 
+from .compare_and_set import MISSING, check_version, version_of
 from .repository import Repository
+from .rows import read_json, readable
 
 _LIVE = "(expires_at IS NULL OR expires_at > :now)"
+_COLUMNS = "key, value, expires_at, created_at, updated_at"
+_SET_ENTRY = ("INSERT INTO kv_entries (tenant_id, namespace, key, value, expires_at, created_at, updated_at)"
+              " VALUES (?, ?, ?, ?, ?, ?, ?)")
+_REPLACE_ENTRY = (" ON CONFLICT (tenant_id, namespace, key) DO UPDATE SET value = excluded.value,"
+                  " expires_at = excluded.expires_at, updated_at = excluded.updated_at")
+
+
+def entry_version(row) -> str:
+    """The version of a stored entry: its JSON text and expiry (``MISSING`` for none)."""
+    return MISSING if row is None else version_of(row["value"], row["expires_at"])
+
+
+def _versioned(row):
+    return dict(row, version=entry_version(row))
+
+
+def _readable(row, tenant_id, namespace):
+    """The entry with its ``version``, its ``value`` still JSON text; DamagedRowError when that text is
+    unreadable (a read by key raises it, a list leaves the entry out with a DamagedRowWarning)."""
+    read_json(row["value"], object, f"KV entry {row['key']!r} (namespace {namespace!r}, tenant {tenant_id!r})",
+              "value")
+    return _versioned(row)
 
 
 class KVEntries(Repository):
@@ -21,35 +45,52 @@ class KVEntries(Repository):
             (tenant_id, namespace, now),
         )
 
-    def set(self, tenant_id, namespace, key, value, *, expires_at, now) -> None:
-        """Store a JSON text; ``created_at`` survives an update of a live entry."""
+    def set(self, tenant_id, namespace, key, value, *, expires_at, now, expected=None) -> None:
+        """Store a JSON text; ``created_at`` survives an update of a live entry. With ``expected`` (the
+        ``version`` of the entry as read, ``MISSING`` for none), only while the live entry is still at
+        that version; else ``StaleWriteError`` with the stored row."""
+        row = (tenant_id, namespace, key, value, expires_at, now, now)
         with self.transaction() as conn:
             self._purge_expired(conn, tenant_id, namespace, now)
-            conn.execute(
-                "INSERT INTO kv_entries (tenant_id, namespace, key, value, expires_at, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, namespace, key) DO UPDATE SET"
-                " value = excluded.value, expires_at = excluded.expires_at, updated_at = excluded.updated_at",
-                (tenant_id, namespace, key, value, expires_at, now, now),
-            )
+            if expected is None:
+                conn.execute(_SET_ENTRY + _REPLACE_ENTRY, row)
+                return
+            stored = self._locked(conn, tenant_id, namespace, key)
+            check_version(f"KV entry {key!r}", expected, entry_version(stored), stored)
+            if stored is None:
+                if conn.execute(_SET_ENTRY + " ON CONFLICT DO NOTHING", row).rowcount:
+                    return
+                stored = self._locked(conn, tenant_id, namespace, key)  # another writer created it meanwhile
+                check_version(f"KV entry {key!r}", expected, entry_version(stored), stored)
+            conn.execute(_SET_ENTRY + _REPLACE_ENTRY, row)
+
+    @staticmethod
+    def _locked(conn, tenant_id, namespace, key):
+        """The stored entry, its row locked until the transaction ends (PostgreSQL; SQLite's write
+        transaction holds the whole file already), with its ``version``; None when there is none."""
+        row = conn.execute(
+            "UPDATE kv_entries SET updated_at = updated_at WHERE tenant_id = ? AND namespace = ? AND key = ?"
+            f" RETURNING {_COLUMNS}", (tenant_id, namespace, key)).fetchone()
+        return _versioned(row) if row else None
 
     def get(self, tenant_id, namespace, key, *, now) -> dict | None:
         row = self._one(
-            f"SELECT key, value, expires_at, created_at, updated_at FROM kv_entries"
-            f" WHERE tenant_id = :tenant AND namespace = :ns AND key = :key AND {_LIVE}",
+            f"SELECT {_COLUMNS} FROM kv_entries WHERE tenant_id = :tenant AND namespace = :ns AND key = :key"
+            f" AND {_LIVE}",
             {"tenant": tenant_id, "ns": namespace, "key": key, "now": now},
         )
-        return dict(row) if row else None
+        return _readable(row, tenant_id, namespace) if row else None
 
     def entries(self, tenant_id, namespace, pattern, *, now, limit=-1, offset=0) -> list[dict]:
         """Live entries whose key matches the ``*``/``?`` glob ``pattern``, by key (limit -1: all)."""
         rows = self._all(
-            f"""SELECT key, value, expires_at, created_at, updated_at FROM kv_entries
+            f"""SELECT {_COLUMNS} FROM kv_entries
             WHERE tenant_id = :tenant AND namespace = :ns AND {self._store._glob("key", ":glob")} AND {_LIVE}
             ORDER BY key LIMIT :limit OFFSET :offset""",
             {"tenant": tenant_id, "ns": namespace, "glob": self._store._glob_pattern(pattern), "now": now,
              "limit": self._no_limit(limit), "offset": offset},
         )
-        return [dict(r) for r in rows]
+        return readable(rows, lambda row: _readable(row, tenant_id, namespace))
 
     def count(self, tenant_id, namespace, pattern, *, now) -> int:
         """How many live entries ``entries`` pages through for the same pattern."""

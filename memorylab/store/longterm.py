@@ -11,8 +11,9 @@ import json
 from ..errors import InvalidInputError
 from ..messages import utc_now_iso
 from ..shapes import MemoryRecord, MemoryRecords
+from .compare_and_set import MISSING, check_version, version_of
 from .repository import Repository
-from .rows import like_literal
+from .rows import JSON_KINDS, like_literal, read_json, readable
 
 _RECORD_FIELDS = ("summary", "body", "tags", "importance", "scope", "kind", "session_id")
 MATCHES = ("words", "substring")
@@ -25,13 +26,21 @@ def _dumps(value):
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def record_version(row) -> str:
+    """The version of a stored record: its editable columns as stored (``MISSING`` for none)."""
+    return MISSING if row is None else version_of(*(row[field] for field in _RECORD_FIELDS))
+
+
 def _record_from_row(row):
+    """A record from its row; DamagedRowError when one of its JSON documents cannot be read."""
+    where = f"long-term record {row['pk']} (workspace {row['workspace']!r})"
+    stored = {column: read_json(row[column], kind, where, column) for column, kind in JSON_KINDS["memory_records"].items()}
     return {
         "id": row["pk"], "workspace": row["workspace"], "collection": row["collection"], "kind": row["kind"],
         "scope": row["scope"], "session_id": row["session_id"], "summary": row["summary"],
-        "body": json.loads(row["body"]), "tags": json.loads(row["tags"]), "importance": row["importance"],
-        "provenance": json.loads(row["provenance"]), "vector_index": json.loads(row["vector_index"]),
-        "created_at": row["created_at"], "updated_at": row["updated_at"],
+        "body": stored["body"], "tags": stored["tags"], "importance": row["importance"],
+        "provenance": stored["provenance"], "vector_index": stored["vector_index"],
+        "created_at": row["created_at"], "updated_at": row["updated_at"], "version": record_version(row),
     }
 
 
@@ -63,11 +72,13 @@ class LongTermRecords(Repository):
         return [self.get(workspace, pk) for pk in ids]
 
     def get(self, workspace, record_id) -> MemoryRecord | None:
+        """The record, None when there is none, DamagedRowError when its row is unreadable."""
         row = self._one("SELECT * FROM memory_records WHERE workspace = ? AND pk = ?", (workspace, record_id))
         return _record_from_row(row) if row else None
 
     def list(self, workspace, *, scope=None, session_id=None) -> MemoryRecords:
-        """Records of a workspace, newest change first; ``scope`` and ``session_id`` narrow the list."""
+        """Records of a workspace, newest change first; ``scope`` and ``session_id`` narrow the list.
+        A damaged record is left out with a DamagedRowWarning."""
         where, params = ["workspace = ?"], [workspace]
         for column, value in (("scope", scope), ("session_id", session_id)):
             if value is not None:
@@ -76,12 +87,19 @@ class LongTermRecords(Repository):
         rows = self._all(
             f"SELECT * FROM memory_records WHERE {' AND '.join(where)} ORDER BY updated_at DESC, pk DESC", params
         )
-        return MemoryRecords(_record_from_row(r) for r in rows)
+        return MemoryRecords(readable(rows, _record_from_row))
 
-    def update(self, workspace, record_id, record) -> MemoryRecord | None:
-        """Overwrite the editable fields of a record; returns it as stored, or None when it is not there."""
+    def update(self, workspace, record_id, record, *, expected=None) -> MemoryRecord | None:
+        """Overwrite the editable fields of a record; returns it as stored, or None when it is not there.
+        With ``expected`` (its ``version`` as read), only while it is still at that version; else
+        ``StaleWriteError`` with the stored record (None when it was removed)."""
         values = [_dumps(record[f]) if f in ("body", "tags") else record[f] for f in _RECORD_FIELDS]
         with self.transaction() as conn:
+            if expected is not None:
+                stored = conn.execute("UPDATE memory_records SET updated_at = updated_at WHERE workspace = ? AND pk = ?"
+                                      " RETURNING *", (workspace, record_id)).fetchone()  # locks the row
+                check_version(f"memory record {record_id}", expected, record_version(stored),
+                              stored and _record_from_row(stored))
             changed = conn.execute(
                 f"UPDATE memory_records SET {', '.join(f + ' = ?' for f in _RECORD_FIELDS)}, updated_at = ?"
                 " WHERE workspace = ? AND pk = ?",
@@ -141,7 +159,7 @@ class LongTermRecords(Repository):
         rows = self._all(
             f"SELECT r.* FROM {source} WHERE {' AND '.join(where)} ORDER BY {order} LIMIT :limit", params
         )
-        return MemoryRecords(_record_from_row(r) for r in rows)
+        return MemoryRecords(readable(rows, _record_from_row))
 
     def tags(self, workspace, session_id, *, limit=50) -> list[str]:
         """The tags a session can retrieve by (global ones and its own), most used first."""

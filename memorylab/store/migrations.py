@@ -20,6 +20,7 @@ from .schema import (
     MEMORY_RECORDS,
     MESSAGE_PINS,
     MESSAGES,
+    QUARANTINE,
     SEARCH_ENTRIES,
     SESSIONS,
     SKILL_ACTIVATIONS,
@@ -96,6 +97,12 @@ def m008_experiments(db):
 @migration
 def m009_message_pins(db):
     db.create(MESSAGE_PINS)
+
+
+@migration
+def m010_quarantine(db):
+    """Where ``memorylab check --repair`` sets aside the rows it cannot read."""
+    db.create(QUARANTINE)
 
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -331,7 +331,8 @@ class PostgresStore(Store):
 
     @staticmethod
     def _json_text(expression, key):
-        return f"(CAST({expression} AS jsonb) ->> '{key}')"
+        # Damaged JSON reads as no value rather than failing the whole query (the cast raises).
+        return f"(CASE WHEN {expression} IS JSON OBJECT THEN CAST({expression} AS jsonb) ->> '{key}' END)"
 
     @staticmethod
     def _json_values(expression, alias):

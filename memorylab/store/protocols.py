@@ -69,9 +69,11 @@ class SessionStorage(Protocol):
     def all(self) -> list[dict]:
         """Every message, parents before children."""
 
-    def outline(self) -> list[dict]:
+    def outline(self, *, with_text: bool = True) -> list[dict]:
         """Every message as drawn and linted: id, parent_id, role, tokens, created_at, parts (its text as one
-        part unless it has no text or a tool part); parents first."""
+        part unless it has no text or a tool part); parents first. ``with_text=False`` (the tool-pair lint):
+        id, parent_id, role and parts only, a text-free part for each message without a tool part and
+        tool parts without input or output (an ``output`` of None where there was one)."""
 
     def count(self) -> int: ...
 
@@ -112,6 +114,27 @@ class SessionStorage(Protocol):
 
     def pinned_ids(self) -> frozenset:
         """The pinned message ids, read without the notes (every history read asks)."""
+
+    # Paged reads: a long branch or session read a page at a time (``memorylab.history.paged``).
+
+    def branch_ranges(self, leaf_id: str) -> list[tuple[int, int]] | None:
+        """Seq ranges, oldest first, whose messages are exactly the branch ending at ``leaf_id`` (``[]`` for
+        an unknown leaf); None when the stored layout does not give them (then ``branch_seqs``)."""
+
+    def branch_seqs(self, leaf_id: str) -> list[int]:
+        """The seqs of the branch ending at ``leaf_id``, root first, found through the parent links."""
+
+    def seq_span(self) -> tuple[int, int] | None:
+        """The seqs of the session's first and last messages; None when it has none."""
+
+    def messages_between(self, low: int, high: int, *, page_size: int = 1000) -> Iterator[list[dict]]:
+        """The messages with seq in ``low .. high``, oldest first, in pages of at most ``page_size``."""
+
+    def messages_at(self, seqs: list[int]) -> list[dict]:
+        """The messages at ``seqs``, in that order."""
+
+    def located(self, message_ids: Iterable[str]) -> dict[str, tuple[int, dict]]:
+        """``{id: (seq, message)}`` of the readable messages among ``message_ids`` (a few)."""
 
 
 class SessionCatalog(Protocol):
@@ -157,7 +180,8 @@ class SessionBlockStorage(Protocol):
 
     def content(self, label: str) -> str | None: ...
 
-    def set_content(self, label: str, content: str) -> None: ...
+    def set_content(self, label: str, content: str, *, expected: str | None = None) -> None:
+        """``expected``: the version the writer read; a block stored since is a ``StaleWriteError``."""
 
     def cached_prompt(self) -> str | None: ...
 
@@ -190,7 +214,8 @@ class KVStorage(Protocol):
     the caller's clock, and an expired entry is never returned."""
 
     def set(self, tenant_id: str, namespace: str, key: str, value: str, *, expires_at: str | None,
-            now: str) -> None: ...
+            now: str, expected: object = None) -> None:
+        """``expected``: the entry's version as read (``MISSING``: it must not exist); else a ``StaleWriteError``."""
 
     def get(self, tenant_id: str, namespace: str, key: str, *, now: str) -> dict | None:
         """``{"key", "value", "expires_at", "created_at", "updated_at"}`` of a live entry."""
@@ -245,7 +270,8 @@ class LongTermStorage(Protocol):
 
     def list(self, workspace: str, *, scope: str | None = None, session_id: str | None = None) -> list[dict]: ...
 
-    def update(self, workspace: str, record_id: int, record: dict) -> dict | None: ...
+    def update(self, workspace: str, record_id: int, record: dict, *, expected: str | None = None) -> dict | None:
+        """``expected``: the record's version as read; a record changed since is a ``StaleWriteError``."""
 
     def delete(self, workspace: str, record_id: int) -> bool: ...
 
@@ -264,7 +290,8 @@ class LongTermStorage(Protocol):
 class ExperimentStorage(Protocol):
     """Experiment definitions (arms, cases, probes) per tenant and name, and their runs by trial."""
 
-    def save(self, tenant_id: str, definition: dict, *, now: str) -> int: ...
+    def save(self, tenant_id: str, definition: dict, *, now: str, expected: object = None) -> int:
+        """``expected``: the experiment's version as read (``MISSING``: new); else a ``StaleWriteError``."""
 
     def definition(self, tenant_id: str, name: str) -> dict | None: ...
 
@@ -298,7 +325,8 @@ class IntegrityChecks(Protocol):
 
     def messages_off_every_root(self) -> list[dict]: ...
 
-    def unreadable_messages(self, batch: int = 5000) -> list[dict]: ...
+    def damaged_rows(self, batch: int = 5000) -> list[dict]:
+        """Every row of every table whose JSON cannot be read or holds a shape the engine never writes."""
 
     def overlays_off_path(self) -> list[dict]: ...
 

@@ -1,8 +1,16 @@
 """Values written as rows and rows read back as values; a row that cannot be read is a
-DamagedRowError naming it."""
-import json
+DamagedRowError naming it.
 
-from ..errors import DamagedRowError
+A stored JSON document is readable when it is one JSON value of the kind the engine writes in its
+column (``JSON_KINDS``), and a message's parts are each of a shape the engine writes
+(``messages.part_problem``). Reads and ``memorylab check`` decide this with the same functions, so
+what check lists is exactly what reads skip.
+"""
+import json
+import warnings
+
+from ..errors import DamagedRowError, DamagedRowWarning
+from ..messages import parts_problem
 
 MESSAGE_COLUMNS = "id, parent_id, role, parts, created_at, metadata, tokens"
 
@@ -20,17 +28,80 @@ _scan = _decoder.scan_once
 _decode = _decoder.raw_decode
 
 
+JSON_KINDS = {
+    "sessions": {"metadata": dict},
+    "messages": {"parts": list, "metadata": dict},
+    "compactions": {"metadata": dict},
+    "kv_entries": {"value": object},
+    "memory_records": {"body": dict, "tags": list, "provenance": dict, "vector_index": dict},
+    "experiments": {"settings": dict},
+    "experiment_arms": {"settings": dict},
+    "experiment_probes": {"facts": list},
+    "experiment_runs": {"arm_settings": dict, "context": list, "request": dict, "scores": list, "usage": dict},
+    "quarantine": {"row_key": dict, "row": dict},
+}
+"""The kind of JSON value the engine writes in every JSON column of ``schema`` (``object``: any)."""
+
+_KIND_NAMES = {dict: "dict", list: "list"}
+
+
+def json_problem(text, kind) -> str | None:
+    """Why ``text`` is not one JSON value of ``kind`` (None when it is); the slow path, taken only
+    for a value a read refused."""
+    try:
+        value, end = _decode(text)
+    except (ValueError, TypeError) as error:
+        return f"is not readable JSON ({error})"
+    if end != len(text):
+        return f"is not readable JSON (text after the value at character {end})"
+    if kind is not object and type(value) is not kind:
+        return f"is a JSON {type(value).__name__}, not a {_KIND_NAMES[kind]}"
+    return None
+
+
+def read_json(text, kind, where, column):
+    """The value of a stored JSON document of ``kind`` (None stays None), or a DamagedRowError that
+    names the row (``where``) and its ``column`` and says what is wrong."""
+    if text is None:
+        return None
+    try:
+        value, end = _scan(text, 0)
+    except (StopIteration, ValueError, TypeError):
+        value, end = None, -1
+    if end == len(text) and (kind is object or type(value) is kind):
+        return value
+    raise DamagedRowError(f"{where}: its stored {column} {json_problem(text, kind)}")
+
+
+def readable(rows, read, where=""):
+    """``read(row)`` of every row, leaving out with a DamagedRowWarning each row ``read`` refuses with
+    a DamagedRowError, so that one damaged row does not hide the others. ``where`` prefixes the
+    warning (the session, for its messages)."""
+    values = []
+    for row in rows:
+        try:
+            values.append(read(row))
+        except DamagedRowError as error:
+            warnings.warn(f"{where}skipped {error}; `memorylab check` lists such rows and `memorylab check "
+                          "--repair` sets them aside", DamagedRowWarning, stacklevel=4)
+    return values
+
+
 def message_from_row(row):
     """A message dict from a row of ``MESSAGE_COLUMNS`` (unpacked by position: a name lookup on
     sqlite3.Row scans the column names, which made up a quarter of reading a 10k-message path)."""
     message_id, parent_id, role, stored_parts, created_at, stored_metadata, tokens = row
     try:
-        parts = _scan(stored_parts, 0)[0]
-        metadata = {} if stored_metadata == "{}" else _scan(stored_metadata, 0)[0]
+        parts, parts_end = _scan(stored_parts, 0)
+        metadata, metadata_end = ({}, 2) if stored_metadata == "{}" else _scan(stored_metadata, 0)
     except (StopIteration, ValueError, TypeError):
         raise DamagedRowError(_problem(message_id, stored_parts, stored_metadata)) from None
-    if type(parts) is not list or type(metadata) is not dict:
+    if type(parts) is not list or type(metadata) is not dict or parts_end != len(stored_parts) \
+            or metadata_end != len(stored_metadata):
         raise DamagedRowError(_problem(message_id, stored_parts, stored_metadata))
+    shape = parts_problem(parts)
+    if shape:
+        raise DamagedRowError(f"message {message_id!r}: its stored parts hold a part the engine never writes: {shape}")
     return {
         "id": message_id,
         "role": role,
@@ -45,12 +116,9 @@ def message_from_row(row):
 def _problem(message_id, parts, metadata):
     """What is wrong with a message row's stored JSON (the slow path, taken only for a damaged row)."""
     for field, text, kind in (("parts", parts, list), ("metadata", metadata, dict)):
-        try:
-            value = _decode(text)[0]
-        except (ValueError, TypeError) as error:
-            return f"message {message_id!r}: its stored {field} is not readable JSON ({error})"
-        if type(value) is not kind:
-            return f"message {message_id!r}: its stored {field} is a JSON {type(value).__name__}, not a {kind.__name__}"
+        problem = json_problem(text, kind)
+        if problem:
+            return f"message {message_id!r}: its stored {field} {problem}"
     return f"message {message_id!r} cannot be read"
 
 
@@ -61,6 +129,14 @@ def unreadable_message(row):
     except DamagedRowError as error:
         return str(error)
     return None
+
+
+def session_name(row):
+    """``session 's1'``, with its agent and tenant where they are not the default: how reads and
+    ``memorylab check`` name a session (``row`` has its ``tenant_id``, ``agent_id``, ``session_id``)."""
+    where = [f"agent {row['agent_id']!r}"] if row["agent_id"] != "default" else []
+    where += [f"tenant {row['tenant_id']!r}"] if row["tenant_id"] != "default" else []
+    return f"session {row['session_id']!r}" + (f" ({', '.join(where)})" if where else "")
 
 
 def like_literal(text):

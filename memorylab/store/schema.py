@@ -263,8 +263,19 @@ EXPERIMENT_RUNS = Table(
     ),
 )
 
+# Rows that ``memorylab check --repair`` set aside because they could not be read: the table a row came
+# from, its key there (a JSON object of the key columns), the whole row as it was stored (a JSON object
+# of its columns, the damaged text kept to the character), why, and when. Nothing here is read by the
+# engine; it is kept so that no repair deletes anything.
+QUARANTINE = Table(
+    "quarantine", key=("pk",), columns=(
+        Column("pk", INTEGER), Column("table_name"), Column("row_key", JSON), Column("row", JSON),
+        Column("reason"), Column("quarantined_at", TIMESTAMP),
+    ),
+)
+
 TABLES = (AGENTS, SESSIONS, MESSAGES, COMPACTIONS, MESSAGE_PINS, CONTEXT_BLOCKS, SKILL_ACTIVATIONS, SEARCH_ENTRIES, KV_ENTRIES,
-          MEMORY_RECORDS, EXPERIMENTS, EXPERIMENT_ARMS, EXPERIMENT_CASES, EXPERIMENT_PROBES, EXPERIMENT_RUNS)
+          MEMORY_RECORDS, EXPERIMENTS, EXPERIMENT_ARMS, EXPERIMENT_CASES, EXPERIMENT_PROBES, EXPERIMENT_RUNS, QUARANTINE)
 """Every table; parents come before the tables that reference them."""
 
 POSTGRES_FUNCTIONS = (

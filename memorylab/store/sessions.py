@@ -8,16 +8,16 @@ internal key again.
 from __future__ import annotations
 
 import json
-import warnings
+from collections.abc import Iterator
 
-from ..errors import ConflictError, DamagedRowError, DamagedRowWarning, InvalidMessageError, NotFoundError
-from ..messages import message_text, utc_now_iso
+from ..errors import ConflictError, DamagedRowError, InvalidMessageError, NotFoundError
+from ..messages import message_text, parts_problem, utc_now_iso
 from ..shapes import Message, Messages, Overlay, SearchHits, SessionRows
 from .agents import register_agent_row
 from .context import SessionBlocks
 from .migrations import CONTINUING_MESSAGES
 from .repository import Repository, insert_rows
-from .rows import MESSAGE_COLUMNS, dumps, like_literal, message_from_row
+from .rows import MESSAGE_COLUMNS, dumps, like_literal, message_from_row, read_json, readable, session_name
 
 LATEST_LEAF = object()
 """Parent marker for "append under the newest leaf" (the default of ``append``)."""
@@ -106,8 +106,26 @@ def _overlay_from_row(row):
         "to_id": row["to_id"],
         "summary": row["summary"],
         "created_at": row["created_at"],
-        "metadata": json.loads(row["metadata"]),
+        "metadata": read_json(row["metadata"], dict, f"overlay {row['id']}", "metadata"),
     }
+
+
+def _session_info(row):
+    """A session row as ``SqlSessionStorage.info`` gives it; DamagedRowError when its metadata cannot be read."""
+    return {
+        "session_id": row["session_id"],
+        "tenant_id": row["tenant_id"],
+        "agent_id": row["agent_id"],
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+        "metadata": read_json(row["metadata"], dict, session_name(row), "metadata"),
+    }
+
+
+def _session_from_row(row):
+    """A row of ``SqlSessionCatalog.list``: the session and its counts."""
+    return {**_session_info(row), "message_count": row["message_count"], "branch_count": row["branch_count"],
+            "tokens": row["tokens"]}
 
 
 SETTLE_SEARCH_AFTER = 1_000
@@ -181,7 +199,8 @@ class SqlSessionCatalog(Repository):
         """Sessions, most recently updated first, with their message count, branch (leaf) count and
         stored token total. ``session_id`` picks one by its id; ``search`` keeps those whose id or title
         holds it (any case); ``limit`` and ``offset`` page through them in SQL, so a store of many
-        sessions is never read whole."""
+        sessions is never read whole. A session whose row cannot be read is left out with a
+        DamagedRowWarning (``memorylab check`` lists it)."""
         where, params = self._filters(tenant_id, agent_id, session_id, search)
         params.update(limit=self._store._NO_LIMIT if limit is None else limit, offset=offset)
         # The page is chosen first; its counts come from two aggregates over its own messages only.
@@ -201,20 +220,7 @@ class SqlSessionCatalog(Repository):
             ORDER BY chosen.updated_at DESC, chosen.pk DESC""",
             params,
         )
-        return SessionRows(
-            {
-                "session_id": r["session_id"],
-                "tenant_id": r["tenant_id"],
-                "agent_id": r["agent_id"],
-                "created_at": r["created_at"],
-                "updated_at": r["updated_at"],
-                "message_count": r["message_count"],
-                "branch_count": r["branch_count"],
-                "tokens": r["tokens"],
-                "metadata": json.loads(r["metadata"]),
-            }
-            for r in rows
-        )
+        return SessionRows(readable(rows, _session_from_row))
 
     def count(self, *, tenant_id=None, agent_id=None, search=None) -> int:
         """How many sessions ``list`` would page through with the same filters."""
@@ -278,14 +284,46 @@ class SqlSessionCatalog(Repository):
         return pk
 
 
+_IDS_PER_STATEMENT = 500
+_LINKS_PER_PAGE = 10_000
+_TEXT_ONLY = ({"type": "text"},)
+"""The parts of every message without a tool part in a text-less outline (shared: read, never change)."""
+
+
+def _merged(stretches):
+    """Seq ranges, oldest first, with overlapping ones (flags damaged into a loop) made one."""
+    ranges = []
+    for first, last in sorted(stretches):
+        if ranges and first <= ranges[-1][1]:
+            ranges[-1] = (ranges[-1][0], max(last, ranges[-1][1]))
+        else:
+            ranges.append((first, last))
+    return ranges
+
+
+def _part_outline(part):
+    """A part as the tool-pair lint needs it: its type and call, an ``output`` of None where it had one."""
+    outlined = {key: part[key] for key in ("type", "toolCallId", "toolName") if key in part}
+    return {**outlined, "output": None} if "output" in part else outlined
+
+
 def _outline_parts(stored):
-    """A text-less message's parts for an outline; unreadable ones are drawn as no parts (a full read
-    reports them)."""
+    """A text-less message's parts for an outline; unreadable ones, or parts of a shape the engine
+    never writes, are drawn as no parts (a full read reports them)."""
     try:
         parts = json.loads(stored)
     except (TypeError, ValueError):
         return []
-    return parts if isinstance(parts, list) else []
+    return parts if isinstance(parts, list) and parts_problem(parts) is None else []
+
+
+def _damage_named(read, where=""):
+    """``read()``, its DamagedRowError prefixed with ``where`` and told where such rows are listed."""
+    try:
+        return read()
+    except DamagedRowError as error:
+        raise DamagedRowError(f"{where}{error}; `memorylab check` lists such rows and `memorylab check "
+                              "--repair` sets them aside") from None
 
 
 class SqlSessionStorage(Repository):
@@ -313,17 +351,11 @@ class SqlSessionStorage(Repository):
     # -- the session row -----------------------------------------------------------------------
 
     def info(self) -> dict:
+        """The session row; DamagedRowError when its metadata cannot be read."""
         row = self._one("SELECT * FROM sessions WHERE pk = ?", (self.pk,))
         if row is None:
             raise NotFoundError(f"session #{self.pk} no longer exists")
-        return {
-            "session_id": row["session_id"],
-            "tenant_id": row["tenant_id"],
-            "agent_id": row["agent_id"],
-            "created_at": row["created_at"],
-            "updated_at": row["updated_at"],
-            "metadata": json.loads(row["metadata"]),
-        }
+        return _damage_named(lambda: _session_info(row))
 
     def set_metadata(self, metadata) -> None:
         with self.transaction() as conn:
@@ -393,10 +425,9 @@ class SqlSessionStorage(Repository):
         row = self._one(
             f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? AND id = ?", (self.pk, message_id)
         )
-        try:
-            return message_from_row(row) if row else None
-        except DamagedRowError as error:
-            raise DamagedRowError(f"{self._name()}, {error}; `memorylab check` lists such rows") from None
+        if row is None:
+            return None
+        return _damage_named(lambda: message_from_row(row), f"{self._name()}, ")
 
     def _messages(self, rows):
         """Messages from rows of ``MESSAGE_COLUMNS``. A damaged row is left out with a
@@ -404,17 +435,7 @@ class SqlSessionStorage(Repository):
         try:
             return Messages([message_from_row(row) for row in rows])
         except DamagedRowError:
-            return self._readable_messages(rows)
-
-    def _readable_messages(self, rows):
-        messages = Messages()
-        for row in rows:
-            try:
-                messages.append(message_from_row(row))
-            except DamagedRowError as error:
-                warnings.warn(f"{self._name()}: skipped {error}; `memorylab check` lists such rows",
-                              DamagedRowWarning, stacklevel=5)
-        return messages
+            return Messages(readable(rows, message_from_row, f"{self._name()}: "))
 
     def latest_leaf_id(self) -> str | None:
         row = self._one("SELECT latest_message_id FROM sessions WHERE pk = ?", (self.pk,))
@@ -508,11 +529,14 @@ class SqlSessionStorage(Repository):
         rows = self._all(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? ORDER BY seq", (self.pk,))
         return self._messages(rows)
 
-    def outline(self) -> list[dict]:
+    def outline(self, *, with_text=True) -> list[dict]:
         """Every message as a tree drawing and the tool-pair lint need it, in insertion order: id, parent,
         role, tokens, time (metadata left empty) and its parts. Only messages without text or with a tool
         part have their stored parts decoded; the others get their stored text as one text part, so
-        outlining 20,000 messages skips most of the JSON a full read decodes."""
+        outlining 20,000 messages skips most of the JSON a full read decodes. ``with_text=False`` (the
+        lint) keeps id, parent, role and parts only, with no text and no tool input or output."""
+        if not with_text:
+            return self._tool_outline()
         rows = self._store._all_tuples(
             "SELECT id, parent_id, role, tokens, created_at, text,"
             " CASE WHEN text = '' OR parts LIKE '%\"toolCallId\"%' THEN parts END"
@@ -615,12 +639,15 @@ class SqlSessionStorage(Repository):
             return self.get_overlay(overlay_id)
 
     def get_overlay(self, overlay_id) -> Overlay | None:
+        """The overlay, None when there is none, DamagedRowError when its row is unreadable."""
         row = self._one("SELECT * FROM compactions WHERE session_pk = ? AND id = ?", (self.pk, overlay_id))
-        return _overlay_from_row(row) if row else None
+        return _damage_named(lambda: _overlay_from_row(row), f"{self._name()}, ") if row else None
 
     def overlays(self) -> list[Overlay]:
+        """Every overlay, oldest first; a damaged one is left out with a DamagedRowWarning (the
+        history then reads as if it had never been written)."""
         rows = self._all("SELECT * FROM compactions WHERE session_pk = ? ORDER BY id", (self.pk,))
-        return [_overlay_from_row(r) for r in rows]
+        return readable(rows, _overlay_from_row, f"{self._name()}: ")
 
     def delete_overlay(self, overlay_id) -> None:
         with self.transaction() as conn:
@@ -666,3 +693,97 @@ class SqlSessionStorage(Repository):
     def pinned_ids(self) -> frozenset:
         return frozenset(row[0] for row in self._store._all_tuples(
             "SELECT message_id FROM message_pins WHERE session_pk = ?", (self.pk,)))
+
+    # -- paged reads -----------------------------------------------------------------------------
+    # A long branch or session read a page at a time (``memorylab.history.paged``): first where its
+    # rows are (a few seq ranges, or the seqs of a parent walk), then one page of rows per statement.
+
+    def branch_ranges(self, leaf_id) -> list[tuple[int, int]] | None:
+        """The seq ranges, oldest first, whose rows of this session are exactly the branch ending at
+        ``leaf_id`` (``[]`` for an unknown leaf); None where its stretches do not link up (a stale flag,
+        a broken parent link), whose branch ``branch_seqs`` walks instead. The links are checked as
+        ``_linked`` checks them, on ids and parents read a page at a time."""
+        stretches = self._store._all_tuples(f"{_STRETCHES} SELECT first_seq, last_seq FROM stretches",
+                                            {"pk": self.pk, "leaf": leaf_id})
+        if not stretches or any(first is None for first, _ in stretches):
+            return [] if not stretches else None
+        ranges, above = _merged(stretches), None
+        for low, high in ranges:
+            for page in self._rows_between(low, high, "m.id, m.parent_id", _LINKS_PER_PAGE):
+                for _, message_id, parent_id in page:
+                    if parent_id != above:
+                        return None
+                    above = message_id
+        return ranges if above == leaf_id else None
+
+    def branch_seqs(self, leaf_id) -> list[int]:
+        """The seqs of the branch ending at ``leaf_id``, root first, found one parent link at a time."""
+        rows = self._store._all_tuples(f"{_PATH} SELECT path.seq FROM path ORDER BY path.depth DESC",
+                                       {"pk": self.pk, "leaf": leaf_id, "max_depth": _MAX_DEPTH})
+        return [row[0] for row in rows]
+
+    def seq_span(self) -> tuple[int, int] | None:
+        """The seqs of the session's first and last messages; None when it has none."""
+        low, high = self._store._all_tuples(
+            "SELECT MIN(seq), MAX(seq) FROM messages WHERE session_pk = ?", (self.pk,))[0]
+        return None if low is None else (low, high)
+
+    def messages_between(self, low, high, *, page_size=1000) -> Iterator[Messages]:
+        """The messages with seq in ``low .. high``, oldest first, in pages of at most ``page_size``."""
+        for rows in self._rows_between(low, high, _M_COLUMNS, page_size):
+            yield self._messages([row[1:] for row in rows])
+
+    def _rows_between(self, low, high, columns, page_size):
+        """Lists of (seq, *``columns`` of ``m``) with seq in ``low .. high``: each list starts after the
+        last seq read (a keyset), so a page costs its own rows and no more."""
+        sql = (f"SELECT m.seq, {columns} FROM messages m WHERE"
+               f" {self._store._session_rows_between('m', ':low', ':high')} ORDER BY m.seq LIMIT :page")
+        while low <= high:
+            rows = self._store._all_tuples(sql, {"pk": self.pk, "low": low, "high": high, "page": page_size})
+            if rows:
+                yield rows
+            if len(rows) < page_size:
+                return
+            low = rows[-1][0] + 1
+
+    def messages_at(self, seqs) -> Messages:
+        """The messages at ``seqs`` (a page of a walked branch), in that order."""
+        if not seqs:
+            return Messages()
+        rows = self._store._all_tuples(
+            f"SELECT seq, {MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? AND seq IN ({', '.join('?' * len(seqs))})",
+            (self.pk, *seqs))
+        by_seq = {row[0]: row[1:] for row in rows}
+        return self._messages([by_seq[seq] for seq in seqs if seq in by_seq])
+
+    def located(self, message_ids) -> dict[str, tuple[int, Message]]:
+        """``{id: (seq, message)}`` of the readable messages among ``message_ids`` (a few: overlay ends,
+        pins). A damaged one is left out without a word: the read that reaches it reports it."""
+        ids, found = list(dict.fromkeys(message_ids)), {}
+        for start in range(0, len(ids), _IDS_PER_STATEMENT):
+            chunk = ids[start:start + _IDS_PER_STATEMENT]
+            rows = self._store._all_tuples(
+                f"SELECT seq, {MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? AND id IN ({', '.join('?' * len(chunk))})",
+                (self.pk, *chunk))
+            for seq, *row in rows:
+                try:
+                    found[row[0]] = (seq, message_from_row(row))
+                except DamagedRowError:
+                    continue
+        return found
+
+    def _tool_outline(self):
+        """``outline(with_text=False)``, read a page at a time: a message without a tool part shares one
+        text part with no text, and a parent or role is the same string object as its message's id or
+        an earlier role, so 200,000 messages outline in about 150 bytes each."""
+        outline, same = [], {}
+        span = self.seq_span()
+        pages = self._rows_between(*span, "m.id, m.parent_id, m.role, CASE WHEN m.parts LIKE '%\"toolCallId\"%'"
+                                   " THEN m.parts END", _LINKS_PER_PAGE) if span else ()
+        for page in pages:
+            for _, message_id, parent_id, role, parts in page:
+                same[message_id] = message_id
+                outline.append({"id": message_id, "parent_id": same.get(parent_id, parent_id),
+                                "role": same.setdefault(role, role),
+                                "parts": _TEXT_ONLY if parts is None else [_part_outline(p) for p in _outline_parts(parts)]})
+        return outline

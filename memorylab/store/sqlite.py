@@ -370,7 +370,8 @@ class SQLiteStore(Store):
 
     @staticmethod
     def _json_text(expression, key):
-        return f"json_extract({expression}, '$.{key}')"
+        # Damaged JSON reads as no value rather than failing the whole query (json_extract raises).
+        return f"CASE WHEN json_valid({expression}) THEN json_extract({expression}, '$.{key}') END"
 
     @staticmethod
     def _json_values(expression, alias):

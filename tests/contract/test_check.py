@@ -1,10 +1,12 @@
 """`memorylab check` on real files damaged on purpose with raw sqlite3, behind the engine's back."""
 import sqlite3
+from pathlib import Path
 
 import pytest
 
 from memorylab import Session, Store
-from memorylab.check import ERROR, WARNING, check_database
+from memorylab.check import CHECKS, ERROR, NOTE, WARNING, check_database, repair_database
+from memorylab.errors import StoreError
 from memorylab.cli import main
 
 from tests.helpers import write_branched_sessions
@@ -40,7 +42,7 @@ def test_a_healthy_file_passes_and_the_command_exits_0(healthy, capsys):
     assert main(["check", str(healthy)]) == 0
     out = capsys.readouterr().out
     assert "2 sessions, 6 messages, 1 overlay" in out
-    assert out.count("  ok  ") == 9 and out.rstrip().endswith("no problems found")
+    assert out.count("  ok  ") == len(CHECKS) and out.rstrip().endswith("no problems found")
 
 
 def delete_parent(path):
@@ -166,6 +168,41 @@ def test_tool_pair_problems_are_named_per_session_with_kind_and_messages(healthy
     assert (finding.check, finding.severity) == ("tool pairs", WARNING)
     assert main(["check", str(healthy)]) == 1
     out = capsys.readouterr().out
-    assert "FAIL  tool pairs" in out and out.count("  ok  ") == 8
+    assert "FAIL  tool pairs" in out and out.count("  ok  ") == len(CHECKS) - 1
     assert "session 's1': 1 tool-pair problem" in out and "orphan_result at 't1'" in out
     assert "delete the result in t1" in out
+
+
+def file_bytes(path):
+    """The database file and what its write-ahead log holds (an empty log holds nothing)."""
+    files = {end: Path(str(path) + end) for end in ("", "-wal")}
+    return {end: file.read_bytes() for end, file in files.items() if file.exists() and file.stat().st_size}
+
+
+def test_a_read_only_database_is_checked_without_writing_and_says_what_it_could_not_check(healthy):
+    with Store(healthy) as store:  # settle the file: a first open may still write its WAL
+        assert check_database(store).ok
+    before = file_bytes(healthy)
+    with Store(healthy, read_only=True) as store:
+        report = check_database(store)
+    assert report.ok and str(report).rstrip().endswith("no problems found")
+    assert [(f.check, f.severity) for f in report.findings] == [("full-text", NOTE)] * 3
+    assert "memory_records_fts: not checked: the database is read-only" in str(report)
+    assert "messages_fts against the text of messages: not checked: the database is read-only" in str(report)
+    assert file_bytes(healthy) == before
+
+
+def test_a_read_only_connection_still_finds_a_damaged_index(healthy):
+    unindex_message(str(healthy))
+    with Store(healthy) as store:
+        store._one("PRAGMA query_only = ON")  # root ignores file permissions: SQLite's own read-only switch
+        found = {(f.check, f.severity) for f in check_database(store).findings}
+    assert found == {("full-text", ERROR), ("full-text", NOTE)}
+
+
+def test_repair_on_a_read_only_database_is_one_line_and_changes_nothing(healthy, capsys):
+    damage(str(healthy), ("UPDATE messages SET parts = '[' WHERE id = 'm3'", ()))
+    with Store(healthy, read_only=True) as store:
+        with pytest.raises(StoreError):
+            repair_database(store)
+    assert findings(healthy)[0].check == "readable"

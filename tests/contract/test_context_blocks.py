@@ -1,5 +1,6 @@
 import pytest
 
+from memorylab.store.context import text_version
 from memorylab import (BlockBudgetError, ConflictError, InvalidInputError, NotFoundError, ReadOnlyBlockError,
                        Session, Store)
 from memorylab.context import (FileProvider, SkillDirectoryProvider, SqliteSearchProvider, StaticProvider,
@@ -100,6 +101,7 @@ def test_block_dicts_report_kind_and_budget(store, tmp_path):
     blocks = {b["label"]: b for b in session.get_context_blocks()}
     assert list(blocks) == ["soul", "memory", "kb", "skills"]
     assert blocks["soul"] | {} == {"label": "soul", "description": None, "content": "I am.", "tokens": 3,
+                                   "version": text_version("I am."),
                                    "max_tokens": None, "writable": False, "is_searchable": False,
                                    "is_skill": False, "kind": "readonly"}
     assert blocks["memory"]["writable"] and blocks["memory"]["max_tokens"] == 50

@@ -11,7 +11,7 @@ import time
 import pytest
 import yaml
 
-from memorylab import DamagedRowError, InvalidInputError, NotFoundError, Session
+from memorylab import DamagedRowWarning, InvalidInputError, NotFoundError, Session
 from memorylab.errors import ModelOutputError
 from memorylab.experiments import Experiments, load_spec, propose_probes
 from memorylab.experiments import register_window_handler
@@ -266,13 +266,14 @@ def test_results_export_to_json_csv_and_dataframes(samples, tmp_path):
     assert "<table>" in results._repr_html_() and "full-history" in results._repr_html_()
 
 
-def test_a_damaged_run_row_names_itself(samples):
+def test_a_damaged_run_row_is_left_out_and_named(samples):
     experiments = Experiments(samples)
     experiments.run(sample_spec(strategies=("none",)))
     with samples.transaction() as conn:
         conn.execute("UPDATE experiment_runs SET scores = '{broken' WHERE case_name = 'support'")
-    with pytest.raises(DamagedRowError, match=r"experiment run \d+: its stored JSON is not readable"):
-        experiments.results("sample")
+    with pytest.warns(DamagedRowWarning, match=r"experiment run \d+: its stored scores is not readable JSON"):
+        results = experiments.results("sample")
+    assert {run["case_name"] for run in results.runs} == {"migration", "coding"}
 
 
 def test_hostile_text_in_a_spec_is_stored_and_shown_as_text(samples):

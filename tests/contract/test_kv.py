@@ -1,5 +1,6 @@
 import pytest
 
+from memorylab.store.kv import entry_version
 from memorylab import InvalidInputError, Store
 from memorylab.memory.kv import MAX_VALUE_BYTES, KVStore, kv_namespaces
 
@@ -65,7 +66,8 @@ def test_get_entry_has_timestamps_and_updates_keep_created_at(kv, clock):
     kv.set("flag", True, ttl=60)
     entry = kv.get_entry("flag")
     assert entry == {"key": "flag", "value": True, "expires_at": "2026-01-01T00:01:00.000Z",
-                     "created_at": "2026-01-01T00:00:00.000Z", "updated_at": "2026-01-01T00:00:00.000Z"}
+                     "created_at": "2026-01-01T00:00:00.000Z", "updated_at": "2026-01-01T00:00:00.000Z",
+                     "version": entry_version({"value": "true", "expires_at": "2026-01-01T00:01:00.000Z"})}
     clock.advance(30)
     kv.set("flag", False)  # a new value replaces the TTL too: no ttl means no expiry
     entry = kv.get_entry("flag")
@@ -147,7 +149,7 @@ def test_list_entries_pages_in_key_order(kv):
         kv.set(f"item:{i}", i)
     page = kv.list_entries("item:*", limit=3, offset=2)
     assert [(e["key"], e["value"]) for e in page] == [("item:2", 2), ("item:3", 3), ("item:4", 4)]
-    assert set(page[0]) == {"key", "value", "expires_at", "created_at", "updated_at"}
+    assert set(page[0]) == {"key", "value", "expires_at", "created_at", "updated_at", "version"}
     assert len(kv.list_entries(limit=1000)) == 7
 
 

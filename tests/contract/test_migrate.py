@@ -4,7 +4,7 @@ import pytest
 from tests.helpers import text_message
 from memorylab import (ConflictError, Experiments, KVStore, LongTermMemory, Memory, MemoryAdmin, MemoryLabError,
                        Session, SkillDirectoryProvider, SqliteSearchProvider, Store, register_agent)
-from memorylab.check import check_database
+from memorylab.check import check_database, repair_database
 from memorylab.cli import main
 from memorylab.errors import MigrationError
 from memorylab.migrate import copy_store
@@ -17,7 +17,8 @@ MESSAGE_COLUMNS = table_columns("messages")
 
 def add_edge_cases(store):
     """Every kind of row the samples lack: branches and a second root, overlays, blocks, an active
-    skill, a frozen prompt, a memory status, KV with a TTL, named agents, unicode, HTML and NUL."""
+    skill, a frozen prompt, a memory status, KV with a TTL, named agents, unicode, HTML and NUL, and a
+    KV entry damaged behind the engine's back that ``check --repair`` set aside in the quarantine."""
     tree = Session.create(store, "edge-tree", tenant_id="acme", agent_id="scout", metadata={"title": f"{HOSTILE}\x00"})
     tree.append_message(text_message("r1", "Root question about the Zanzibar itinerary"))
     tree.append_message(text_message("a1", f"{HOSTILE} nul\x00byte", role="assistant"))
@@ -40,6 +41,10 @@ def add_edge_cases(store):
     register_agent(store, "sales", tenant_id="acme", name="Sales")
     KVStore(store, tenant_id="acme", namespace="prefs").set("theme", {"dark": True, "font": "Ünï"}, ttl=3600)
     KVStore(store, tenant_id="acme", namespace="prefs").set("plain", [1, 2.5, None])
+    KVStore(store, tenant_id="acme", namespace="prefs").set("damaged", {"was": HOSTILE})
+    with store.transaction() as conn:
+        conn.execute("UPDATE kv_entries SET value = ? WHERE key = 'damaged'", (f'{{"was": "{HOSTILE}', ))
+    assert len(repair_database(store)) == 1
     SqliteSearchProvider(store, tenant_id="acme", namespace="faq").set("shipping", "Parcels ship with DHL")
     Experiments(store, tenant_id="acme").run({
         "name": f"edge {HOSTILE}", "description": HOSTILE,
