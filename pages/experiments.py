@@ -14,14 +14,13 @@ from memorylab.experiments import Experiments, parse_spec_yaml
 from memorylab.lab.samples import SAMPLE_DIR
 from memorylab.store.compare_and_set import MISSING, StaleWriteError
 
-from pages.common import changed_since_loaded, escape_markdown, setup_page
+from pages.common import changed_since_loaded, escape_markdown, job_progress, setup_page
 from pages.experiment_editor import edit_arms, edit_cases
 from pages.experiment_results import results_panel
 
 SAMPLE_SPEC = SAMPLE_DIR / "experiments" / "sample.yaml"
 FROM_SAMPLE = "New from the sample spec"
 UPLOAD = "Upload a YAML spec"
-POLL_SECONDS = 0.5
 
 
 def pick_experiment(listing):
@@ -97,25 +96,15 @@ def current_draft(experiments, choice, listing):
                         version)
 
 
-@st.fragment(run_every=POLL_SECONDS)
-def job_progress(job):
-    """The running job's bar and Cancel, redrawn on their own until it ends, then the whole page once."""
-    if not job.running:
-        st.rerun()
-    text = f"Running “{escape_markdown(job.name)}”: {job.done} of {job.total} runs"
-    st.progress(job.done / max(job.total, 1), text=text + (" (cancelling…)" if job.cancelled else ""))
-    if st.button("Cancel", key="exp_cancel", disabled=job.cancelled,
-                 help="Runs not yet started are skipped; those that finished are kept as the trial."):
-        job.cancel()
-
-
 def job_outcome():
     """The job's bar while it runs; once it ended, what came of it (shown once). Returns the running job."""
     job = st.session_state.get("exp_job")
     if job is None:
         return None
     if job.running:
-        job_progress(job)
+        job_progress(job, lambda job: f"Running “{escape_markdown(job.name)}”: {job.done} of {job.total} runs",
+                     cancel_key="exp_cancel",
+                     cancel_help="Runs not yet started are skipped; those that finished are kept as the trial.")
         return job
     del st.session_state["exp_job"]
     if job.trial is not None:  # the trial picker opens on the new trial (the browser keeps the old choice)

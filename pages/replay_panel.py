@@ -10,9 +10,8 @@ import streamlit as st
 
 from memorylab import MemoryLabError, compare_branches
 from memorylab.llm.replay import ReplayJob, describe_totals, is_replay_of, replay_mark
-from pages.common import branch_key, completion_settings, escape_markdown, select_leaf
+from pages.common import branch_key, completion_settings, escape_markdown, job_progress, select_leaf
 
-POLL_SECONDS = 0.5
 PICKER_LEAVES = 200
 """Leaves the comparison picker lists, newest first (with the one chosen)."""
 SHOWN_COLUMNS = {
@@ -37,25 +36,17 @@ def render_replay(session, leaf_id, *, long_term=None):
     _comparison(session, leaf_id)
 
 
-@st.fragment(run_every=POLL_SECONDS)
-def _job_progress(job):
-    """The bar and Cancel, redrawn on their own until the replay ends, then the whole page once."""
-    if not job.running:
-        st.rerun()
-    text = f"Replaying turn {min(job.done + 1, job.total)} of {job.total} with `{escape_markdown(job.model)}`"
-    st.progress(job.done / max(job.total, 1), text=text + (" (cancelling…)" if job.cancelled else ""))
-    if st.button("Cancel the replay", key="replay_cancel", disabled=job.cancelled,
-                 help="Stops after the turn being answered; the answers stored so far stay on the replay branch."):
-        job.cancel()
-
-
 def _job_outcome():
     """The running replay's progress (True while it runs); once it ended, what came of it, shown once."""
     job = st.session_state.get("replay_job")
     if job is None:
         return False
     if job.running:
-        _job_progress(job)
+        job_progress(job, lambda job: f"Replaying turn {min(job.done + 1, job.total)} of {job.total} with "
+                              f"`{escape_markdown(job.model)}`", cancel_key="replay_cancel",
+                     cancel_label="Cancel the replay",
+                     cancel_help="Stops after the turn being answered; the answers stored so far stay on the replay "
+                                 "branch.")
         return True
     del st.session_state["replay_job"]
     result = job.result
