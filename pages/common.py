@@ -341,6 +341,13 @@ def reload_editor(editor):
     st.rerun()
 
 
+def rebase_editor(editor, version):
+    """Keep what the form ``editor`` holds but count it as edited from ``version`` (the stored one a
+    refused save reported): saving again then replaces that version on purpose."""
+    subject, _ = st.session_state[EDITOR_VERSIONS][editor]
+    st.session_state[EDITOR_VERSIONS][editor] = (subject, version)
+
+
 def guarded_save(editor, write, done):
     """Run ``write()``, a compare-and-set write. True when it was refused because the stored version
     moved on; False after saying why it was refused otherwise; on success the form is filled again

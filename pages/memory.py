@@ -3,11 +3,11 @@ import json
 
 import streamlit as st
 
-from memorylab import KVStore, Memory, MemoryAdmin, MemoryLabError, identify, to_dataframe
+from memorylab import KVStore, Memory, MemoryAdmin, MemoryLabError, StaleWriteError, identify, to_dataframe
 from memorylab.memory.kv import kv_namespaces
 from memorylab.store.compare_and_set import MISSING
 from pages.common import (changed_since_loaded, completion_settings, guarded_save, link_to, loaded_version,
-                          select_session, setup_page)
+                          rebase_editor, reload_editor, select_session, setup_page)
 
 MEMORY_TABLE = {
     "id": st.column_config.TextColumn("memory key"), "entity_type": "entity", "entity_value": "value",
@@ -64,12 +64,17 @@ with memories_tab:
             key = chosen["id"]
             st.markdown(f"**{key}**")
             actions = st.columns([2, 1, 1])
-            new_status = actions[0].text_input("New status", value=chosen["status"] or "", key="memory_new_status",
-                                               placeholder="empty = in progress")
+            base = loaded_version("memory_status", (tenant, agent_id, key), chosen["status"],
+                                  {"memory_new_status": chosen["status"] or ""})
+            new_status = actions[0].text_input("New status", key="memory_new_status", placeholder="empty = in progress")
             if actions[1].button("Set status"):
                 try:
-                    memory.set_status(new_status.strip() or None, key=key)
-                    st.rerun()
+                    memory.set_status(new_status.strip() or None, key=key, expected=base)
+                    reload_editor("memory_status")
+                except StaleWriteError as stale:
+                    st.error(f"Not saved: the status changed since you loaded it, from “{base or 'in progress'}” to "
+                             f"“{stale.stored or 'in progress'}” (someone else set it). Set yours again to replace it.")
+                    rebase_editor("memory_status", stale.stored)
                 except MemoryLabError as error:
                     st.error(str(error))
             if actions[2].button("Open in the tree"):

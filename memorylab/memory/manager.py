@@ -28,6 +28,7 @@ from ..history.overlays import apply_overlays, is_summary_message
 from ..history.session import Session
 from ..shapes import MemoryRows, Message, SearchHits
 from ..store import ANY_STATUS
+from ..store.sessions import UNCHECKED
 from ..validation import check_identifier, check_integer, check_page
 
 IN_PROGRESS = "in_progress"
@@ -211,14 +212,16 @@ class Memory:
             self._summarize_when_due(session)
         return stored
 
-    def set_status(self, status, key=None) -> str | None:
+    def set_status(self, status, key=None, *, expected=UNCHECKED) -> str | None:
         """Mark the memory (``"qualified"``, ``"closed"``...); None or ``"in_progress"`` clears the mark.
 
         NotFoundError for a memory with no messages: a status marks a conversation, and an empty one
-        would show in ``list`` with nobody having spoken."""
+        would show in ``list`` with nobody having spoken. ``expected`` is the status the caller read
+        (None: in progress): when another was stored since, nothing is written (``StaleWriteError``)."""
         status = check_status(status)
         session = self._required(key, ": append a message first")
-        session.storage.set_status(status, utc_now_iso())
+        expected = expected if expected is UNCHECKED else check_status(expected)
+        session.storage.set_status(status, utc_now_iso(), expected=expected)
         return status
 
     def clear(self, key=None) -> int:

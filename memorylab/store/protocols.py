@@ -33,7 +33,8 @@ class SessionStorage(Protocol):
     def status(self) -> str | None:
         """The memory manager's status; None while the memory is in progress."""
 
-    def set_status(self, status: str | None, updated_at: str) -> None: ...
+    def set_status(self, status: str | None, updated_at: str, *, expected: object = ...) -> None:
+        """``expected``: the status as read (None: in progress); another one stored since is a ``StaleWriteError``."""
 
     def delete(self) -> None:
         """Remove the session with everything it holds."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from ..errors import ConflictError, DamagedRowError, InvalidMessageError, NotFoundError
+from ..errors import ConflictError, DamagedRowError, InvalidMessageError, NotFoundError, StaleWriteError
 from ..messages import message_text, parts_problem, utc_now_iso
 from ..shapes import Message, Messages, Overlay, SearchHits, SessionRows
 from .agents import register_agent_row
@@ -18,6 +18,9 @@ from .context import SessionBlocks
 from .migrations import CONTINUING_MESSAGES
 from .repository import Repository, insert_rows
 from .rows import MESSAGE_COLUMNS, dumps, like_literal, message_from_row, read_json, readable, session_name
+
+UNCHECKED = object()
+"""``expected`` of a write that compares nothing (a status may be None, so None cannot say it)."""
 
 LATEST_LEAF = object()
 """Parent marker for "append under the newest leaf" (the default of ``append``)."""
@@ -369,8 +372,17 @@ class SqlSessionStorage(Repository):
         row = self._one("SELECT status FROM sessions WHERE pk = ?", (self.pk,))
         return row["status"] if row else None
 
-    def set_status(self, status, updated_at) -> None:
+    def set_status(self, status, updated_at, *, expected=UNCHECKED) -> None:
+        """``expected``: the status the writer read (None: in progress); another one stored since is a
+        ``StaleWriteError`` and nothing is written."""
         with self.transaction() as conn:
+            if expected is not UNCHECKED:
+                self._lock(conn)
+                row = conn.execute("SELECT status FROM sessions WHERE pk = ?", (self.pk,)).fetchone()
+                stored = row[0] if row else None
+                if stored != expected:
+                    raise StaleWriteError(f"the status of session {self._name()}", expected=expected or "in progress",
+                                          version=stored or "in progress", stored=stored)
             conn.execute("UPDATE sessions SET status = ?, updated_at = ? WHERE pk = ?",
                          (status, updated_at, self.pk))
 

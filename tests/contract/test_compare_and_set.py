@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from memorylab import Experiments, KVStore, Session, Store
+from memorylab import Experiments, KVStore, Memory, Session, Store
 from memorylab.errors import ConflictError, InvalidInputError
 from memorylab.memory.longterm import LongTermMemory
 from memorylab.store.compare_and_set import MISSING, StaleWriteError
@@ -200,3 +200,15 @@ def test_an_unchanged_save_keeps_the_version(experiments):
     version = experiments.version("exp")
     experiments.save(spec("same"), expected=version)
     assert experiments.version("exp") == version
+
+
+def test_a_status_set_since_it_was_read_is_refused(store):
+    memory = Memory(store, agent_id="sales", memory_key="email:ana@example.com")
+    memory.append("user", "I would like a demo")
+    memory.set_status("qualified", expected=None)
+    with pytest.raises(StaleWriteError, match="status of session") as refused:
+        memory.set_status("closed", expected=None)
+    assert refused.value.stored == "qualified" and memory.get()["metadata"]["status"] == "qualified"
+    memory.set_status("closed", expected="qualified")
+    memory.set_status("in_progress")  # no expected: written as before
+    assert memory.get()["metadata"]["status"] is None

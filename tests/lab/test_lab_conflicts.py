@@ -251,3 +251,23 @@ def test_a_summary_made_before_someone_else_compacted_the_branch_is_not_accepted
         overlays = Session.open(store, SESSION[2], agent_id=SESSION[1]).get_compactions()
     assert [overlay["summary"] for overlay in overlays] == ["A's summary"]
     assert "updating the earlier summary: A's summary" in conflict_diff(second)
+
+
+def test_a_status_set_since_the_row_was_loaded_is_not_reverted(lab_db):
+    first, second = open_page("memory.py"), open_page("memory.py")
+    for app in (first, second):
+        app.session_state["memory_table"] = {"selection": {"rows": [0], "columns": []}}
+        app.run()
+    key = first.dataframe[0].value["id"][0]
+    loaded = second.text_input(key="memory_new_status").value
+    first.text_input(key="memory_new_status").set_value("won")
+    click(first, "Set status")
+    second.text_input(key="memory_new_status").set_value("qualified-again")
+    click(second, "Set status")
+    with Store(lab_db) as store:
+        assert Memory(store, agent_id="sales-assistant", memory_key=key).get()["metadata"]["status"] == "won"
+    assert any("the status changed since you loaded it" in e.value and "“won”" in e.value for e in second.error)
+    assert loaded != "won"
+    click(second, "Set status")  # a second click replaces the status it was shown, on purpose
+    with Store(lab_db) as store:
+        assert Memory(store, agent_id="sales-assistant", memory_key=key).get()["metadata"]["status"] == "qualified-again"
