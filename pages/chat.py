@@ -78,10 +78,10 @@ def branch_switcher(message, column, siblings):
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def cache_rows(branch, model, _session, _leaf_id):
-    """The prompt-cache report's rows of the recorded turns, by assistant message id, once per branch
-    version and pricing model (the Context window page charts the same report)."""
-    return {message_id: row for message_id, row in prompt_cache_report(_session, _leaf_id, model=model)
+def cache_rows(branch, _session, _leaf_id):
+    """The prompt-cache report's rows of the recorded turns, each priced as the model that answered it,
+    by assistant message id, once per branch version (the Context window page charts the same report)."""
+    return {message_id: row for message_id, row in prompt_cache_report(_session, _leaf_id)
             .by_message_id().items() if row["recorded"]}
 
 
@@ -127,7 +127,7 @@ with chat_column:
     window = history[len(history) - shown:]
     siblings = sibling_ids(branch_key(session, leaf_id), tuple(m["parent_id"] for m in window if m.get("parent_id")),
                            session)
-    cached = cache_rows(branch_key(session, leaf_id), model, session, leaf_id)
+    cached = cache_rows(branch_key(session, leaf_id), session, leaf_id)
     for message in window:
         if is_summary_message(message):
             with st.chat_message("assistant", avatar="🗜️"):

@@ -356,7 +356,7 @@ def turn_cache_caption(row) -> str:
         pieces.append(f"{row['lost_tokens']:,} lost to {CAUSE_PHRASES.get(row['cause'], row['cause'])}")
     if row["provider_cached_tokens"] is not None:
         pieces.append(f"provider: {row['provider_cached_tokens']:,} cached")
-    if row["cost_cached"] is not None:
+    if row["cost_uncached"]:  # unknown or free (the embedded model): no price to compare
         pieces.append(f"{dollars(row['cost_cached'])} vs {dollars(row['cost_uncached'])} uncached")
     return " · ".join(pieces)
 
