@@ -1140,9 +1140,12 @@ def print_memory(measured, messages, markdown=False):
         cells = []
         for backend in BACKENDS:
             found = backends.get(backend)
-            cells += [f"{found['mib']:.0f}", f"{found['seconds']:.2f}"] if found else ["-", "-"]
+            if found and found["mib"] is None:
+                cells += ["timed out", "> 600"]
+            else:
+                cells += [f"{found['mib']:.0f}", f"{found['seconds']:.2f}"] if found else ["-", "-"]
         bounded = operation not in WHOLE_LIST_READS
-        over = [BACKENDS[b] for b, found in backends.items() if found["mib"] >= MEMORY_BOUND_MIB]
+        over = [BACKENDS[b] for b, found in backends.items() if found["mib"] is None or found["mib"] >= MEMORY_BOUND_MIB]
         status = ("MISSED (" + ", ".join(over) + ")" if over else "ok") if bounded else "the whole list"
         lines.append((operation, *cells, f"< {MEMORY_BOUND_MIB} MiB" if bounded else "-", status))
     print(f"\nmemory: peak RSS growth of a fresh process, {messages:,}-message session (3 overlays)")

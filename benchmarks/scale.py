@@ -165,10 +165,14 @@ def probe(operation, target):
         return {"mib": peak_mib() - before, "seconds": time.perf_counter() - started}
 
 
-def memory_growth(operation, target):
-    """``probe`` in a fresh Python process, so that no earlier read has raised its peak already."""
-    done = subprocess.run([sys.executable, __file__, "--probe", operation, str(target)], capture_output=True,
-                          text=True, check=True)
+def memory_growth(operation, target, timeout=600):
+    """``probe`` in a fresh Python process, so that no earlier read has raised its peak already;
+    ``{"mib": None, "seconds": None}`` when it runs past ``timeout`` seconds."""
+    try:
+        done = subprocess.run([sys.executable, __file__, "--probe", operation, str(target)], capture_output=True,
+                              text=True, check=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"mib": None, "seconds": None}
     return json.loads(done.stdout.splitlines()[-1])
 
 
