@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from memorylab import Session, Store, import_session, load_samples, plan_compaction  # noqa: E402
 from memorylab.check import check_database  # noqa: E402
+from memorylab.history.tool_pairs import lint_tool_pairs  # noqa: E402
 from memorylab.importers import import_source  # noqa: E402
 from memorylab.io import EXPORT_FORMAT, EXPORT_VERSION, write_export  # noqa: E402
 
@@ -137,6 +138,7 @@ MEMORY_OPERATIONS = {
     "write_export": lambda session, scratch: write_export(session, Path(scratch) / "export.json"),
     "Session.plan_compaction": lambda session, scratch: session.plan_compaction(),
     "plan_compaction(get_history())": lambda session, scratch: plan_compaction(session.get_history()),
+    "tool-pair lint": lambda session, scratch: lint_tool_pairs(session),
     "memorylab check": lambda session, scratch: check_database(session.store),
 }
 """What ``--probe`` measures, each on the long session: the whole-list reads and their bounded twins."""

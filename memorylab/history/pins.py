@@ -24,9 +24,13 @@ def kept_with_partners(messages, pinned_ids) -> set:
     kept = {message["id"] for message in messages if message["id"] in pinned_ids}
     if not kept:
         return kept
-    calls = {part["toolCallId"] for message in messages if message["id"] in kept
-             for part in message.get("parts") or () if is_tool_part(part)}
-    if calls:
-        kept.update(message["id"] for message in messages
-                    if any(is_tool_part(part) and part["toolCallId"] in calls for part in message.get("parts") or ()))
-    return kept
+    call_ids = {message["id"]: ids for message in messages
+                if (ids := {part["toolCallId"] for part in message.get("parts") or () if is_tool_part(part)})}
+    return with_tool_partners(kept, call_ids)
+
+
+def with_tool_partners(kept, call_ids) -> set:
+    """``kept`` (message ids) and the ids of the messages sharing a tool call id with one of them;
+    ``call_ids`` maps a message id to the call ids of its tool parts (one without any may be left out)."""
+    calls = set().union(*(call_ids.get(message_id, ()) for message_id in kept))
+    return set(kept) | {message_id for message_id, ids in call_ids.items() if not calls.isdisjoint(ids)}

@@ -13,12 +13,13 @@ walk backs out of it: a 20,000-message tree with 200 branches is linted without 
 """
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 from dataclasses import asdict, dataclass
 
 from ..messages import is_tool_part
 from ..shapes import Messages
-from .pins import kept_with_partners
+from .pins import with_tool_partners
 
 ORPHAN_RESULT, ORPHAN_CALL = "orphan_result", "orphan_call"
 SPLIT_BY_OVERLAY, DUPLICATE_CALL_ID = "split_by_overlay", "duplicate_call_id"
@@ -47,11 +48,32 @@ class ToolPairFinding:
 
 def lint_tool_pairs(session) -> list[ToolPairFinding]:
     """Every tool-pair problem on any root-to-leaf path of ``session``, overlays applied; each once,
-    in tree order, however many branches share it. Reads the session's text-less outline: ids, roles
-    and tool calls, without any text or tool payload, so a 200,000-message session lints in bounded memory."""
+    in tree order, however many branches share it. Reads the session's tool outline a page at a time
+    (ids, roles and tool calls, no text or tool payload) into a tree of a few dozen bytes a message, so
+    a 200,000-message session lints in bounded memory."""
     with session.store.snapshot():
-        return lint_tree(session.storage.outline(with_text=False), session.get_compactions(),
-                         session.storage.pinned_ids())
+        return _lint(_Tree(session.storage.tool_outline(), session.get_compactions(),
+                           session.storage.pinned_ids()))
+
+
+def lint_tree(messages, overlays, pinned_ids=()) -> list[ToolPairFinding]:
+    """``lint_tool_pairs`` on messages (parents first, as ``Session.get_all_messages`` reads them),
+    overlays and pins already read. A pinned message and its tool partners stay visible under a summary."""
+    rows = ((m["id"], m.get("parent_id"), m["role"], m.get("parts") or ()) for m in messages)
+    return _lint(_Tree(rows, overlays, pinned_ids))
+
+
+def _lint(tree):
+    found = {}  # (kind, message ids, call id) -> [detail, first leaf, paths]
+    for covers, leaves in tree.leaves_by_covers().items():
+        for leaf_id, findings in tree.walk(covers, leaves):
+            for kind, message_ids, call_id, detail in findings:
+                entry = found.setdefault((kind, message_ids, call_id), [detail, leaf_id, 0])
+                entry[2] += 1
+    order = tree.index
+    return sorted((ToolPairFinding(kind, ids, call_id, leaf_id, detail, paths)
+                   for (kind, ids, call_id), (detail, leaf_id, paths) in found.items()),
+                  key=lambda f: (order.get(f.message_ids[-1], -1), KINDS.index(f.kind)))
 
 
 def lint_path(messages) -> list[ToolPairFinding]:
@@ -59,7 +81,9 @@ def lint_path(messages) -> list[ToolPairFinding]:
     plain messages there, so a call split by an overlay shows as an orphan)."""
     walk = _Walk()
     for depth, message in enumerate(messages):
-        walk.visit(message, depth, None)
+        parts = message.get("parts") or ()
+        walk.visit(message["id"], message["role"], _calls(parts), _is_tool_traffic(message["role"], parts),
+                   depth, None)
     leaf_id = messages[-1]["id"] if messages else None
     return [ToolPairFinding(kind, ids, call_id, leaf_id, detail) for kind, ids, call_id, detail in walk.at_leaf()]
 
@@ -93,47 +117,61 @@ def _repaired_part(part, fix):
     return part
 
 
-def lint_tree(messages, overlays, pinned_ids=()) -> list[ToolPairFinding]:
-    """``lint_tool_pairs`` on messages (parents first, as ``Session.get_all_messages`` reads them),
-    overlays and pins already read. A pinned message and its tool partners stay visible under a summary."""
-    tree = _Tree(messages, overlays, kept_with_partners(messages, frozenset(pinned_ids)))
-    found = {}  # (kind, message ids, call id) -> [detail, first leaf, paths]
-    for covers, leaves in tree.leaves_by_covers().items():
-        for leaf_id, findings in tree.walk(covers, leaves):
-            for kind, message_ids, call_id, detail in findings:
-                entry = found.setdefault((kind, message_ids, call_id), [detail, leaf_id, 0])
-                entry[2] += 1
-    flagged = {finding_ids[-1] for _, finding_ids, _ in found}
-    order = {message_id: i for i, message_id in enumerate(tree.messages) if message_id in flagged}
-    return sorted((ToolPairFinding(kind, ids, call_id, leaf_id, detail, paths)
-                   for (kind, ids, call_id), (detail, leaf_id, paths) in found.items()),
-                  key=lambda f: (order.get(f.message_ids[-1], -1), KINDS.index(f.kind)))
-
-
 class _Tree:
-    """A session's messages by id, children and depth, and which overlays apply to each leaf's path."""
+    """A session's tree as the lint walks it, one slot per message in the order read: ids, parents,
+    depths and children as arrays of slot numbers, roles as bytes, and the tool calls of the few
+    messages that hold one. An index keeps every id for findings; no message is kept whole."""
 
-    def __init__(self, messages, overlays, kept=frozenset()):
-        self.messages = {m["id"]: m for m in messages}
-        self.kept = kept
-        self.children = {message_id: [] for message_id in self.messages}
-        self.parent = {}
-        self.depth = {}
+    def __init__(self, rows, overlays, pinned_ids=()):
+        self.ids, self.index = [], {}
+        self.parent, self.depth = array("l"), array("l")
+        self.first_child, self.next_sibling, last_child = array("l"), array("l"), array("l")
+        self.kinds = bytearray()  # _ROLE_CODES of the role, plus _TRAFFIC for tool traffic
+        self.calls = {}           # slot -> ((call id, answered), ...) of its tool parts
         self.roots = []
-        for message_id, message in self.messages.items():
-            parent = message.get("parent_id")
-            if parent in self.depth:  # parents come first; one that is missing makes a root
-                self.parent[message_id] = parent
-                self.children[parent].append(message_id)
-                self.depth[message_id] = self.depth[parent] + 1
+        for message_id, parent_id, role, parts in rows:
+            slot = len(self.ids)
+            self.ids.append(message_id)
+            self.index[message_id] = slot
+            parent = self.index.get(parent_id, -1)  # parents come first; one that is missing makes a root
+            self.parent.append(parent)
+            self.first_child.append(-1)
+            self.next_sibling.append(-1)
+            last_child.append(-1)
+            if parent < 0:
+                self.roots.append(slot)
+                self.depth.append(0)
             else:
-                self.roots.append(message_id)
-                self.depth[message_id] = 0
+                self.depth.append(self.depth[parent] + 1)
+                if last_child[parent] < 0:
+                    self.first_child[parent] = slot
+                else:
+                    self.next_sibling[last_child[parent]] = slot
+                last_child[parent] = slot
+            calls = _calls(parts)
+            if calls:
+                self.calls[slot] = calls
+            self.kinds.append(_ROLE_CODES.get(role, 0) | (_TRAFFIC if _is_tool_traffic(role, parts) else 0))
+        self.kept = self._with_partners(pinned_ids)
         self.overlays = [o for o in sorted(overlays, key=lambda o: o["id"]) if self._on_one_path(o)]
 
+    def _with_partners(self, pinned_ids):
+        """The slots of the pinned messages and of those sharing a tool call with one (``pins``)."""
+        pinned = {self.ids[slot] for slot in map(self.index.get, pinned_ids) if slot is not None}
+        if not pinned:
+            return frozenset()
+        call_ids = {self.ids[slot]: {call_id for call_id, _ in calls} for slot, calls in self.calls.items()}
+        return frozenset(self.index[message_id] for message_id in with_tool_partners(pinned, call_ids))
+
+    def children(self, slot):
+        child = self.first_child[slot]
+        while child >= 0:
+            yield child
+            child = self.next_sibling[child]
+
     def _on_one_path(self, overlay):
-        start, end = overlay["from_id"], overlay["to_id"]
-        if start not in self.depth or end not in self.depth or self.depth[start] > self.depth[end]:
+        start, end = self.index.get(overlay["from_id"]), self.index.get(overlay["to_id"])
+        if start is None or end is None or self.depth[start] > self.depth[end]:
             return False
         while self.depth[end] > self.depth[start]:
             end = self.parent[end]
@@ -142,60 +180,76 @@ class _Tree:
     def leaves_by_covers(self):
         """{the overlays applied to a path, as (start depth, end depth, overlay id) triples: its leaves},
         leaves in tree order. Most sessions have one key; a branch under an overlay's end has another."""
-        ending = {}
-        for overlay in self.overlays:
-            ending.setdefault(overlay["to_id"], []).append(overlay)
-        above = {}  # message id -> overlays ending on its path
-        for message_id in self.messages:
-            inherited = above.get(self.parent.get(message_id), ())
-            own = ending.get(message_id)
-            above[message_id] = inherited + tuple(own) if own else inherited
-        groups = {}
-        for message_id, children in self.children.items():
-            if not children:
-                groups.setdefault(self._applied(above[message_id]), []).append(message_id)
+        ending = {}  # slot -> positions in self.overlays of those ending there
+        for position, overlay in enumerate(self.overlays):
+            ending.setdefault(self.index[overlay["to_id"]], []).append(position)
+        # Which overlays end on each message's path, as a number into ``above``: few distinct sets.
+        above, numbered, above_of = [()], {(): 0}, array("l", [0]) * len(self.ids)
+        for slot, parent in enumerate(self.parent):
+            inherited = above_of[parent] if parent >= 0 else 0
+            own = ending.get(slot)
+            if own:
+                overlays = above[inherited] + tuple(own)
+                inherited = numbered.setdefault(overlays, len(above))
+                if inherited == len(above):
+                    above.append(overlays)
+            above_of[slot] = inherited
+        applied, groups = {}, {}
+        for slot, first_child in enumerate(self.first_child):
+            if first_child < 0:
+                number = above_of[slot]
+                if number not in applied:
+                    applied[number] = self._applied(above[number])
+                groups.setdefault(applied[number], []).append(slot)
         return groups
 
     def _applied(self, candidates):
-        """``apply_overlays``'s choice, in depths: the newest of the overlays starting at one message,
-        and none that starts inside the range of an earlier one."""
-        newest = {self.depth[o["from_id"]]: o for o in sorted(candidates, key=lambda o: o["id"])}
+        """``apply_overlays``'s choice among ``candidates`` (positions in ``overlays``), in depths: the
+        newest of the overlays starting at one message, and none that starts inside the range of an
+        earlier one."""
+        def depth_of(message_id):
+            return self.depth[self.index[message_id]]
+
+        overlays = sorted((self.overlays[position] for position in candidates), key=lambda o: o["id"])
+        newest = {depth_of(o["from_id"]): o for o in overlays}
         applied, free_from = [], 0
         for start in sorted(newest):
             if start >= free_from:
                 overlay = newest[start]
-                free_from = self.depth[overlay["to_id"]] + 1
+                free_from = depth_of(overlay["to_id"]) + 1
                 applied.append((start, free_from - 1, overlay["id"]))
         return tuple(applied)
 
     def walk(self, covers, leaves):
-        """(leaf id, its findings as tuples) for each of ``leaves``, whose paths all have ``covers``
-        applied: one depth-first walk over the union of their paths."""
-        on_paths = set()
+        """(leaf id, its findings as tuples) for each of ``leaves`` (slots), whose paths all have
+        ``covers`` applied: one depth-first walk over the union of their paths."""
+        on_paths = bytearray(len(self.ids))
         for leaf in leaves:
-            while leaf is not None and leaf not in on_paths:
-                on_paths.add(leaf)
-                leaf = self.parent.get(leaf)
+            while leaf >= 0 and not on_paths[leaf]:
+                on_paths[leaf] = 1
+                leaf = self.parent[leaf]
         starts = [start for start, _, _ in covers]
         walk = _Walk()
         # Each entry carries the walk's state after its parent: going back to it backs out of the
         # messages of the branch walked before (nothing to undo along a chain of only children).
-        stack = [(root, walk.mark()) for root in reversed(self.roots) if root in on_paths]
+        stack = [(root, walk.mark()) for root in reversed(self.roots) if on_paths[root]]
         while stack:
-            message_id, after_parent = stack.pop()
+            slot, after_parent = stack.pop()
             walk.undo(after_parent)
-            depth = self.depth[message_id]
+            depth = self.depth[slot]
             at = bisect_right(starts, depth) - 1
-            covered = at >= 0 and covers[at][1] >= depth and message_id not in self.kept
-            walk.visit(self.messages[message_id], depth, covers[at] if covered else None)
-            children = self.children[message_id]
-            if not children:
-                yield message_id, walk.at_leaf()
-            elif len(children) == 1:
-                stack.append((children[0], walk.mark()))  # an only child is on the paths of its parent's leaves
+            covered = at >= 0 and covers[at][1] >= depth and slot not in self.kept
+            kind = self.kinds[slot]
+            walk.visit(self.ids[slot], _ROLES[kind & _ROLE_MASK], self.calls.get(slot, ()), bool(kind & _TRAFFIC),
+                       depth, covers[at] if covered else None)
+            first_child = self.first_child[slot]
+            if first_child < 0:
+                yield self.ids[slot], walk.at_leaf()
+            elif self.next_sibling[first_child] < 0:
+                stack.append((first_child, walk.mark()))  # an only child is on the paths of its parent's leaves
             else:
                 mark = walk.mark()
-                stack.extend((child, mark) for child in reversed(children) if child in on_paths)
+                stack.extend((child, mark) for child in reversed(list(self.children(slot))) if on_paths[child])
 
 
 class _Walk:
@@ -232,36 +286,33 @@ class _Walk:
         self._log.append((table, key, table[key]))
         return table.pop(key)
 
-    def visit(self, message, depth, cover):
-        """Take in the message at ``depth``; ``cover`` is the applied overlay's (start, end, id) when a
-        summary replaces it, else None."""
-        role = message["role"]
+    def visit(self, message_id, role, calls, traffic, depth, cover):
+        """Take in the message at ``depth``: its role, its tool parts as (call id, answered) pairs, and
+        whether it is tool traffic. ``cover`` is the applied overlay's (start, end, id) when a summary
+        replaces it, else None."""
         if cover is not None:
             if depth == cover[0]:
                 self.last_turn = depth  # the summary stands where its range starts
             if role in ("assistant", "tool"):
-                self._hide(message, role, cover[2])
+                self._hide(message_id, role, calls, cover[2])
             return
         if role == "tool":
-            for part in message["parts"]:
-                if is_tool_part(part):
-                    self._result(message["id"], part["toolCallId"])
+            for call_id, _ in calls:
+                self._result(message_id, call_id)
         elif role == "assistant":
-            for part in message["parts"]:
-                if is_tool_part(part):
-                    self._call(message["id"], part, depth)
-        if not _is_tool_traffic(message):
+            for call_id, answered in calls:
+                self._call(message_id, call_id, answered, depth)
+        if not traffic:
             self.last_turn = depth
 
-    def _call(self, message_id, part, depth):
-        call_id = part["toolCallId"]
+    def _call(self, message_id, call_id, answered, depth):
         first = self.called.get(call_id)
         if first is not None:
             self.found.append((DUPLICATE_CALL_ID, (first, message_id), call_id,
                                (f"{message_id} calls {call_id!r} again, already called in {first}: give the call "
                                 f"in {message_id} an id of its own, or delete one of the two")))
         self._set(self.called, call_id, message_id)
-        if "output" not in part:
+        if not answered:
             self._set(self.open, call_id, (message_id, depth))
 
     def _result(self, message_id, call_id):
@@ -281,21 +332,18 @@ class _Walk:
                                (f"{message_id} answers {call_id!r}, which no message before it on this path calls: "
                                 f"delete the result in {message_id} or restore its call")))
 
-    def _hide(self, message, role, overlay):
-        for part in message["parts"]:
-            if not is_tool_part(part):
-                continue
-            call_id = part["toolCallId"]
-            if role == "assistant" and "output" not in part:
-                self._set(self.hidden, call_id, (message["id"], overlay))
+    def _hide(self, message_id, role, calls, overlay):
+        for call_id, answered in calls:
+            if role == "assistant" and not answered:
+                self._set(self.hidden, call_id, (message_id, overlay))
             elif role == "tool" and call_id in self.hidden:
                 self._pop(self.hidden, call_id)  # call and result both replaced: nothing is sent of either
             elif role == "tool" and call_id in self.open:
                 call, _ = self._pop(self.open, call_id)
-                self.found.append((SPLIT_BY_OVERLAY, (call, message["id"]), call_id,
+                self.found.append((SPLIT_BY_OVERLAY, (call, message_id), call_id,
                                    (f"overlay {overlay}'s summary replaces the result of {call_id!r} in "
-                                    f"{message['id']} but not its call in {call}: start the overlay at {call} or "
-                                    f"earlier, or after {message['id']}")))
+                                    f"{message_id} but not its call in {call}: start the overlay at {call} or "
+                                    f"earlier, or after {message_id}")))
 
     def at_leaf(self):
         """The findings of the path walked so far, taken as a whole path: calls before the last turn
@@ -310,9 +358,18 @@ class _Walk:
 _ABSENT = object()
 
 
-def _is_tool_traffic(message):
+_ROLES = ("other", "assistant", "tool")
+_ROLE_CODES = {role: code for code, role in enumerate(_ROLES)}
+_ROLE_MASK, _TRAFFIC = 3, 4
+
+
+def _calls(parts):
+    """(call id, answered) for each tool part: a call answers itself when it carries an ``output``."""
+    return tuple((part["toolCallId"], "output" in part) for part in parts if is_tool_part(part))
+
+
+def _is_tool_traffic(role, parts):
     """A tool result, or an assistant message of tool calls only (the parallel-call layout)."""
-    parts = message["parts"]
-    return message["role"] == "tool" or (
-        message["role"] == "assistant" and any(is_tool_part(p) for p in parts)
+    return role == "tool" or (
+        role == "assistant" and any(is_tool_part(p) for p in parts)
         and all(is_tool_part(p) or p.get("type") == "reasoning" for p in parts))

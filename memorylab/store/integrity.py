@@ -58,6 +58,9 @@ class Integrity(Repository):
             ORDER BY m.seq"""
         )]
 
+    _CHILDREN_OF_REACHED = "messages c JOIN reached r ON c.session_pk = r.session_pk AND c.parent_id = r.id"
+    """The recursive step of ``messages_off_every_root``: the children of the messages reached so far."""
+
     def messages_off_every_root(self) -> list[dict]:
         """Messages that no walk down from a root (or from an orphan) reaches: their parent links loop.
         An anti-join, not NOT IN: PostgreSQL runs NOT IN over a subquery larger than its work memory
@@ -67,8 +70,7 @@ class Integrity(Repository):
                 SELECT seq, session_pk, id FROM messages m WHERE parent_id IS NULL OR NOT EXISTS
                     (SELECT 1 FROM messages p WHERE p.session_pk = m.session_pk AND p.id = m.parent_id)
                 UNION
-                SELECT c.seq, c.session_pk, c.id FROM messages c JOIN reached r
-                    ON c.session_pk = r.session_pk AND c.parent_id = r.id
+                SELECT c.seq, c.session_pk, c.id FROM {self._CHILDREN_OF_REACHED}
             )
             SELECT {_SESSION}, m.id, m.parent_id FROM messages m JOIN sessions s ON s.pk = m.session_pk
             WHERE NOT EXISTS (SELECT 1 FROM reached r WHERE r.seq = m.seq) ORDER BY m.seq"""
@@ -243,6 +245,13 @@ class SQLiteIntegrity(Integrity):
 
 
 class PostgresIntegrity(Integrity):
+    # PostgreSQL plans a recursive step once, for a working table it guesses large, and joins it by
+    # hashing every message: a 200,000-message branch, walked one message a step, hashed the table
+    # 200,000 times (over 12 minutes). A lateral subquery it cannot flatten (OFFSET 0) looks each
+    # step's children up in the (session, parent) index instead: under a second.
+    _CHILDREN_OF_REACHED = ("reached r CROSS JOIN LATERAL (SELECT seq, session_pk, id FROM messages c"
+                            " WHERE c.session_pk = r.session_pk AND c.parent_id = r.id OFFSET 0) AS c")
+
     def integrity_errors(self, limit=100) -> list[str]:
         """PostgreSQL checks its pages and indexes itself (and ``amcheck`` needs a superuser): none to report."""
         return []

@@ -70,11 +70,13 @@ class SessionStorage(Protocol):
     def all(self) -> list[dict]:
         """Every message, parents before children."""
 
-    def outline(self, *, with_text: bool = True) -> list[dict]:
-        """Every message as drawn and linted: id, parent_id, role, tokens, created_at, parts (its text as one
-        part unless it has no text or a tool part); parents first. ``with_text=False`` (the tool-pair lint):
-        id, parent_id, role and parts only, a text-free part for each message without a tool part and
-        tool parts without input or output (an ``output`` of None where there was one)."""
+    def outline(self) -> list[dict]:
+        """Every message as drawn: id, parent_id, role, tokens, created_at, parts (its text as one part
+        unless it has no text or a tool part); parents first."""
+
+    def tool_outline(self) -> Iterator[tuple]:
+        """(id, parent_id, role, parts) of every message, parents first, read a page at a time (the
+        tool-pair lint): a message without a tool part has one text part with no text."""
 
     def count(self) -> int: ...
 

@@ -290,7 +290,7 @@ class SqlSessionCatalog(Repository):
 _IDS_PER_STATEMENT = 500
 _LINKS_PER_PAGE = 10_000
 _TEXT_ONLY = ({"type": "text"},)
-"""The parts of every message without a tool part in a text-less outline (shared: read, never change)."""
+"""The parts of every message without a tool part in ``tool_outline`` (shared: read, never change)."""
 
 
 def _merged(stretches):
@@ -302,12 +302,6 @@ def _merged(stretches):
         else:
             ranges.append((first, last))
     return ranges
-
-
-def _part_outline(part):
-    """A part as the tool-pair lint needs it: its type and call, an ``output`` of None where it had one."""
-    outlined = {key: part[key] for key in ("type", "toolCallId", "toolName") if key in part}
-    return {**outlined, "output": None} if "output" in part else outlined
 
 
 def _outline_parts(stored):
@@ -541,14 +535,11 @@ class SqlSessionStorage(Repository):
         rows = self._all(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? ORDER BY seq", (self.pk,))
         return self._messages(rows)
 
-    def outline(self, *, with_text=True) -> list[dict]:
-        """Every message as a tree drawing and the tool-pair lint need it, in insertion order: id, parent,
-        role, tokens, time (metadata left empty) and its parts. Only messages without text or with a tool
-        part have their stored parts decoded; the others get their stored text as one text part, so
-        outlining 20,000 messages skips most of the JSON a full read decodes. ``with_text=False`` (the
-        lint) keeps id, parent, role and parts only, with no text and no tool input or output."""
-        if not with_text:
-            return self._tool_outline()
+    def outline(self) -> list[dict]:
+        """Every message as a tree drawing needs it, in insertion order: id, parent, role, tokens, time
+        (metadata left empty) and its parts. Only messages without text or with a tool part have their
+        stored parts decoded; the others get their stored text as one text part, so outlining 20,000
+        messages skips most of the JSON a full read decodes."""
         rows = self._store._all_tuples(
             "SELECT id, parent_id, role, tokens, created_at, text,"
             " CASE WHEN text = '' OR parts LIKE '%\"toolCallId\"%' THEN parts END"
@@ -784,18 +775,13 @@ class SqlSessionStorage(Repository):
                     continue
         return found
 
-    def _tool_outline(self):
-        """``outline(with_text=False)``, read a page at a time: a message without a tool part shares one
-        text part with no text, and a parent or role is the same string object as its message's id or
-        an earlier role, so 200,000 messages outline in about 150 bytes each."""
-        outline, same = [], {}
+    def tool_outline(self) -> Iterator[tuple]:
+        """(id, parent id, role, parts) of every message, in insertion order, read a page at a time and
+        held by nobody: what the tool-pair lint takes in. Only a message with a tool part has its parts
+        decoded; every other one shares a single text part with no text."""
         span = self.seq_span()
         pages = self._rows_between(*span, "m.id, m.parent_id, m.role, CASE WHEN m.parts LIKE '%\"toolCallId\"%'"
                                    " THEN m.parts END", _LINKS_PER_PAGE) if span else ()
         for page in pages:
             for _, message_id, parent_id, role, parts in page:
-                same[message_id] = message_id
-                outline.append({"id": message_id, "parent_id": same.get(parent_id, parent_id),
-                                "role": same.setdefault(role, role),
-                                "parts": _TEXT_ONLY if parts is None else [_part_outline(p) for p in _outline_parts(parts)]})
-        return outline
+                yield message_id, parent_id, role, _TEXT_ONLY if parts is None else _outline_parts(parts)

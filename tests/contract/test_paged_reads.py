@@ -15,6 +15,7 @@ from memorylab.errors import DamagedRowWarning
 from memorylab.history import paged
 from memorylab.history.tool_pairs import lint_tool_pairs, lint_tree
 from memorylab.io import export_session, write_export
+from memorylab.messages import is_tool_part
 
 from tests.helpers import ids, text_message
 
@@ -183,12 +184,12 @@ def test_a_token_counter_plans_from_the_whole_history(tree):
     assert_same_plan(stored, plan_compaction(tree.get_history("m39"), token_counter=counter, tail_token_budget=50))
 
 
-def test_the_text_less_outline_lints_as_the_whole_one(tree, store):
+def test_the_tool_outline_lints_as_the_whole_one(tree, store):
     tree.append_message(result("orphan", "never-called"), parent_id="m36")
-    with_text, without = tree.storage.outline(), tree.storage.outline(with_text=False)
-    assert [(m["id"], m["parent_id"], m["role"]) for m in without] == \
-        [(m["id"], m["parent_id"], m["role"]) for m in with_text]
-    assert all("text" not in part and "input" not in part for m in without for part in m["parts"])
+    with_text, tool_outline = tree.storage.outline(), list(tree.storage.tool_outline())
+    assert [row[:3] for row in tool_outline] == [(m["id"], m["parent_id"], m["role"]) for m in with_text]
+    text_only = [parts for _, _, _, parts in tool_outline if not any(is_tool_part(part) for part in parts)]
+    assert text_only and all(part == {"type": "text"} for parts in text_only for part in parts)
     findings = lint_tool_pairs(tree)
     assert findings and findings == lint_tree(with_text, tree.get_compactions(), tree.storage.pinned_ids())
 

@@ -1,8 +1,9 @@
 """The bounded reads hold a page, not the session: on a 20,000-message session (the scale benchmark's,
 a tenth of its --memory size) iter_history, write_export and Session.plan_compaction each grow a fresh
 process's peak memory by a fraction of what get_history grows it by, and by less than a fixed bound
-(the benchmark measures the 200,000-message session: benchmarks/run.py --scale --memory). About 30 s
-a backend, most of it writing the session: slow."""
+(the benchmark measures the 200,000-message session: benchmarks/run.py --scale --memory); and
+``memorylab check`` walks its long branch in seconds, within that bound too. About 30 s a backend,
+most of it writing the session: slow."""
 import sys
 from pathlib import Path
 
@@ -35,3 +36,14 @@ def test_the_bounded_reads_grow_memory_by_a_fraction_of_get_history(long_store):
         grown = memory_growth(operation, long_store)["mib"]
         assert grown < BOUND_MIB and grown < whole / 2, f"{operation}: {grown:.1f} MiB against {whole:.1f} MiB"
 
+
+
+CHECK_SECONDS = 60
+"""``memorylab check`` takes under a second here; PostgreSQL's hashed recursive walk took minutes."""
+
+
+def test_check_walks_a_long_branch_quickly_and_in_bounded_memory(long_store):
+    whole = memory_growth("get_history", long_store)["mib"]
+    checked = memory_growth("memorylab check", long_store, timeout=CHECK_SECONDS)
+    assert checked["seconds"] is not None, f"memorylab check ran past {CHECK_SECONDS} s on {MESSAGES:,} messages"
+    assert checked["mib"] < BOUND_MIB and checked["mib"] < whole, f"{checked['mib']:.1f} MiB against {whole:.1f} MiB"
