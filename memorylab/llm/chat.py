@@ -127,10 +127,15 @@ class ChatRunner:
         ``build_request`` of the session, with long-term memories recalled for the leaf's text
         when the leaf is a user message. Nothing is stored or sent.
         """
+        return self._request(leaf_id, history)[0]
+
+    def _request(self, leaf_id, history):
+        """``(request, whole, sent)``: ``build_request``'s request, and the history it holds before and
+        after micro-compaction."""
         memories = self.recall(leaf_id)
-        request = build_request(self.session, leaf_id, history=history, history_window=self.history_window,
-                                memories=memories, repair_tool_pairs=self.repair_tool_pairs)
-        return {"model": self.model, **request, "memories": memories}
+        request, whole, sent = _request_and_history(self.session, leaf_id, history, self.history_window, memories,
+                                                    self.repair_tool_pairs)
+        return {"model": self.model, **request, "memories": memories}, whole, sent
 
     def recall(self, leaf_id=None) -> list[dict]:
         """The long-term memories a turn ending at user message ``leaf_id`` would inject (``[]`` when
@@ -161,9 +166,9 @@ class ChatRunner:
             self._refuse_orphans(user, _windowed(history, self.history_window))
         try:
             tools = self.session.tools()
-            request = self.build_request(user["id"], history=history)
+            request, whole, sent = self._request(user["id"], history)
             messages, turn.memories = request["messages"], len(request["memories"])
-            fingerprint = _request_fingerprint(self, history, request)
+            fingerprint = _request_fingerprint(self.session, request, whole, sent)
             turn.prompt_cache = self._requests.record(self.session, user, history, fingerprint)
             tokens = fingerprint.tokens
             while True:
@@ -322,17 +327,26 @@ def build_request(session, leaf_id=None, *, history=None, history_window=None, m
     ``history`` is that overlaid history when the caller has already read it. ``repair_tool_pairs``
     sends orphaned tool calls and results the way providers accept them (``repair_path``).
     """
+    return _request_and_history(session, leaf_id, history, history_window, memories, repair_tool_pairs)[0]
+
+
+def _request_and_history(session, leaf_id, history, history_window, memories, repair_tool_pairs):
+    """``(request, whole, sent)``: ``build_request``'s request and the history it holds before and
+    after micro-compaction (a message it leaves whole is the same object in both)."""
     if history is None:
         history = session.get_history(leaf_id)
-    _, history = _sent_history(history, history_window, repair_tool_pairs)
+    whole = _windowed(history, history_window)
+    if repair_tool_pairs:
+        whole = repair_path(whole)
+    sent = truncate_older_messages(whole)
     messages = []
     system_prompt = session.freeze_system_prompt()
     if system_prompt:
         messages.append({"role": "system", "content": system_prompt})
     if memories:
         messages.append({"role": "system", "content": render_memory_block(memories)})
-    messages.extend(to_openai(history))
-    return {"messages": messages, "tools": session.openai_tools()}
+    messages.extend(to_openai(sent))
+    return {"messages": messages, "tools": session.openai_tools()}, whole, sent
 
 
 def _under(leaf_id):
@@ -366,19 +380,9 @@ def _call_id():
     return "call_" + uuid.uuid4().hex[:12]
 
 
-def _sent_history(history, history_window, repair_tool_pairs):
-    """``(whole, sent)``: the messages a request holds, before and after micro-compaction (a message
-    it leaves whole is the same object in both)."""
-    whole = _windowed(history, history_window)
-    if repair_tool_pairs:
-        whole = repair_path(whole)
-    return whole, truncate_older_messages(whole)
-
-
-def _request_fingerprint(runner, history, request):
-    """The prompt-cache fingerprint of ``request``, built from ``history`` by ``runner``."""
-    whole, sent = _sent_history(history, runner.history_window, runner.repair_tool_pairs)
-    prompt = runner.session.freeze_system_prompt()
+def _request_fingerprint(session, request, whole, sent):
+    """The prompt-cache fingerprint of ``request``, which holds ``sent``, micro-compacted from ``whole``."""
+    prompt = session.freeze_system_prompt()
     memories = request["messages"][1 if prompt else 0]["content"] if request["memories"] else None
     return request_fingerprint(prompt, request["tools"], memories, whole, sent)
 
