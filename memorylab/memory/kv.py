@@ -129,6 +129,7 @@ def _check_pattern(pattern):
 
 
 def _entry(row):
+    """A stored row whose value is still JSON text (one a refused write reports), as an entry."""
     return dict(row, value=json.loads(row["value"]))
 
 
@@ -184,16 +185,19 @@ class KVStore:
     def get_entry(self, key) -> KVEntry | None:
         """``{"key", "value", "expires_at", "created_at", "updated_at", "version"}``, or None when missing
         or expired; ``version`` is what ``set(..., expected=)`` compares."""
-        row = self.store.kv.get(*self._scope(), check_key(key), now=self._now())
-        return _entry(row) if row else None
+        return self.store.kv.get(*self._scope(), check_key(key), now=self._now())
 
     def get(self, key, default=None) -> Any:
         """The stored value (a stored ``None`` too); ``default`` only when the key is missing or expired."""
-        entry = self.get_entry(key)
+        entry = self._live(key)
         return default if entry is None else entry["value"]
 
     def has(self, key) -> bool:
-        return self.get_entry(key) is not None
+        return self._live(key) is not None
+
+    def _live(self, key):
+        """The live entry without its version, which ``get`` and ``has`` have no use for."""
+        return self.store.kv.get(*self._scope(), check_key(key), now=self._now(), versioned=False)
 
     def delete(self, key) -> bool:
         """Remove ``key``; True when there was a live entry."""
@@ -202,7 +206,7 @@ class KVStore:
     def list_entries(self, pattern=None, *, limit=100, offset=0) -> KVRows:
         """A page of entries (with timestamps) whose keys match ``pattern``, sorted by key."""
         check_page(limit, offset, MAX_PAGE_SIZE)
-        return KVRows(_entry(row) for row in self.store.kv.entries(
+        return KVRows(self.store.kv.entries(
             *self._scope(), _check_pattern("*" if pattern is None else pattern),
             now=self._now(), limit=limit, offset=offset))
 
@@ -219,7 +223,7 @@ class KVStore:
 
     def get_all(self, pattern="*") -> dict[str, Any]:
         """``{key: value}`` for every live key matching ``pattern``."""
-        return {row["key"]: json.loads(row["value"]) for row in self._matching(pattern)}
+        return {row["key"]: row["value"] for row in self._matching(pattern)}
 
     def clear(self) -> int:
         """Remove every entry of this namespace; returns how many live ones there were."""

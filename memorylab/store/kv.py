@@ -27,12 +27,13 @@ def _versioned(row):
     return dict(row, version=entry_version(row))
 
 
-def _readable(row, tenant_id, namespace):
-    """The entry with its ``version``, its ``value`` still JSON text; DamagedRowError when that text is
-    unreadable (a read by key raises it, a list leaves the entry out with a DamagedRowWarning)."""
-    read_json(row["value"], object, f"KV entry {row['key']!r} (namespace {namespace!r}, tenant {tenant_id!r})",
-              "value")
-    return _versioned(row)
+def _readable(row, tenant_id, namespace, versioned=True):
+    """The entry with its ``value`` decoded and (``versioned``) its ``version``; DamagedRowError when the
+    stored text is unreadable (a read by key raises it, a list leaves the entry out with a
+    DamagedRowWarning)."""
+    value = read_json(row["value"], object,
+                      f"KV entry {row['key']!r} (namespace {namespace!r}, tenant {tenant_id!r})", "value")
+    return dict(row, value=value, **({"version": entry_version(row)} if versioned else {}))
 
 
 class KVEntries(Repository):
@@ -67,19 +68,22 @@ class KVEntries(Repository):
     @staticmethod
     def _locked(conn, tenant_id, namespace, key):
         """The stored entry, its row locked until the transaction ends (PostgreSQL; SQLite's write
-        transaction holds the whole file already), with its ``version``; None when there is none."""
+        transaction holds the whole file already), with its ``version`` and its ``value`` still JSON
+        text; None when there is none."""
         row = conn.execute(
             "UPDATE kv_entries SET updated_at = updated_at WHERE tenant_id = ? AND namespace = ? AND key = ?"
             f" RETURNING {_COLUMNS}", (tenant_id, namespace, key)).fetchone()
         return _versioned(row) if row else None
 
-    def get(self, tenant_id, namespace, key, *, now) -> dict | None:
+    def get(self, tenant_id, namespace, key, *, now, versioned=True) -> dict | None:
+        """The live entry, its value decoded; without its ``version`` unless ``versioned`` (computing
+        it hashes the stored text, which a plain read of the value does not need)."""
         row = self._one(
             f"SELECT {_COLUMNS} FROM kv_entries WHERE tenant_id = :tenant AND namespace = :ns AND key = :key"
             f" AND {_LIVE}",
             {"tenant": tenant_id, "ns": namespace, "key": key, "now": now},
         )
-        return _readable(row, tenant_id, namespace) if row else None
+        return _readable(row, tenant_id, namespace, versioned) if row else None
 
     def entries(self, tenant_id, namespace, pattern, *, now, limit=-1, offset=0) -> list[dict]:
         """Live entries whose key matches the ``*``/``?`` glob ``pattern``, by key (limit -1: all)."""
