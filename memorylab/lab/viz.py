@@ -12,6 +12,12 @@ FLAGGED_OUTLINE = "#dc2626"
 """The outline of a node holding a message with a finding (``lint_tool_pairs``)."""
 
 
+def _legend_key(name, marker):
+    """A legend entry with no point of its own (it shows and hides the trace of its ``legendgroup``)."""
+    return {"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": name, "legendgroup": name,
+            "marker": marker, "hoverinfo": "skip"}
+
+
 def _hover(text, width=80):
     """Escaped, wrapped hover text: plotly renders a subset of HTML, so user content is escaped."""
     escaped = html.escape(text)
@@ -72,9 +78,13 @@ def tree_layout_figure(layout, *, focus=None, height=None, flagged=frozenset()):
         nodes = [n for n in layout.nodes.values() if n.role == role]
         if not nodes:
             continue
+        # The legend draws a role's key from its first marker, which may wear a problem's outline: each
+        # role gets a key of its own, and the outline one.
+        traces.append(_legend_key(role, {"color": color, "size": 8, "line": {"color": "white", "width": 2},
+                                          "symbol": "square" if role == "group" else "circle"}))
         traces.append({
             "type": "scatter", "x": [n.x for n in nodes], "y": [n.y for n in nodes], "name": role,
-            "customdata": [n.id for n in nodes],
+            "legendgroup": role, "showlegend": False, "customdata": [n.id for n in nodes],
             # A run's square is labelled with how many messages it holds.
             "mode": "markers+text" if role == "group" else "markers", "textposition": "top center",
             "text": [len(n.members) for n in nodes] if role == "group" else None, "textfont": {"size": 10},
@@ -90,6 +100,9 @@ def tree_layout_figure(layout, *, focus=None, height=None, flagged=frozenset()):
                          "width": [4 if n.id in marked else 2 for n in nodes]},
             },
         })
+    if marked:
+        traces.append(_legend_key("tool-pair problem", {"color": "white", "size": 8,
+                                                        "line": {"color": FLAGGED_OUTLINE, "width": 4}}))
     pinned = [n for n in layout.nodes.values() if n.pinned]
     if pinned:
         traces.append({

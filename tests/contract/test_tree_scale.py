@@ -76,10 +76,11 @@ def test_overlay_ends_stay_visible_and_the_history_matches_the_overlaid_path():
 def test_a_wide_tree_opens_on_its_newest_columns_with_a_range_slider():
     layout = SessionTree(forking_conversation(20_000)).layout(active_leaf="m19999")
     figure = tree_layout_figure(layout)
-    drawn = sum(len(trace.x) for trace in figure.data if "markers" in trace.mode)
+    nodes = [trace for trace in figure.data if trace.customdata is not None]  # not the legend's keys
+    drawn = sum(len(trace.x) for trace in nodes)
     assert drawn == len(layout.nodes)
     low, high = figure.layout.xaxis.range
     assert high - low == VIEW_COLUMNS and high >= layout.nodes["m19999"].x
     assert figure.layout.xaxis.rangeslider.visible
-    groups = [trace for trace in figure.data if trace.name == "group"][0]
+    groups = [trace for trace in nodes if trace.name == "group"][0]
     assert set(groups.text) == {"96", "98"}  # each square says how many messages it holds (the first run: m1-m96)

@@ -65,7 +65,7 @@ def test_overlay_band_covers_its_range_and_hover_is_escaped(session):
     hover = " ".join(str(h) for trace in figure.data for h in (trace.hovertext or ()))
     assert "<img" not in hover and "<script>" not in hover
     assert "&lt;img" in hover and "&lt;script&gt;" in hover
-    points = {c for trace in figure.data if trace.mode == "markers" for c in trace.customdata}
+    points = {c for trace in figure.data if trace.customdata is not None for c in trace.customdata}
     assert points == {f"m{i}" for i in range(8)}
 
 

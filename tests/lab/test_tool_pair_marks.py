@@ -44,7 +44,7 @@ def tree_page(**state):
 def outlined(app):
     """{node id: outline colour} of every drawn message."""
     spec = json.loads(app.get("plotly_chart")[0].proto.spec)
-    return {node: color for trace in spec["data"] if "markers" in trace.get("mode", "")
+    return {node: color for trace in spec["data"] if "customdata" in trace
             for node, color in zip(trace["customdata"], trace["marker"]["line"]["color"])}
 
 
@@ -68,3 +68,13 @@ def test_a_session_without_problems_shows_no_marks_or_listing(sample_lab_db):
     assert not app.exception
     assert FLAGGED_OUTLINE not in outlined(app).values()
     assert not [e for e in app.expander if e.label.startswith("Tool-pair problems")]
+
+
+def test_the_legend_keys_roles_in_their_colours_and_the_problem_outline_apart(tools_lab_db):
+    from memorylab.lab.viz import ROLE_COLORS
+
+    spec = json.loads(tree_page().get("plotly_chart")[0].proto.spec)
+    keys = {trace["name"]: trace["marker"] for trace in spec["data"] if trace.get("showlegend", True)}
+    for role in ("user", "assistant", "tool"):  # a role's first node may be on the active path, or outlined
+        assert keys[role]["color"] == ROLE_COLORS[role] and keys[role]["line"]["color"] == "white"
+    assert keys["tool-pair problem"]["line"]["color"] == FLAGGED_OUTLINE
