@@ -220,12 +220,13 @@ class KVStorage(Protocol):
             now: str, expected: object = None) -> None:
         """``expected``: the entry's version as read (``MISSING``: it must not exist); else a ``StaleWriteError``."""
 
-    def get(self, tenant_id: str, namespace: str, key: str, *, now: str) -> dict | None:
-        """``{"key", "value", "expires_at", "created_at", "updated_at"}`` of a live entry."""
+    def get(self, tenant_id: str, namespace: str, key: str, *, now: str, versioned: bool = True) -> dict | None:
+        """``{"key", "value", "expires_at", "created_at", "updated_at"}`` of a live entry, its value decoded,
+        and its ``version`` when ``versioned``."""
 
     def entries(self, tenant_id: str, namespace: str, pattern: str, *, now: str, limit: int = -1,
                 offset: int = 0) -> list[dict]:
-        """Live entries whose key matches the ``*``/``?`` glob, by key (``limit=-1``: all)."""
+        """Live entries whose key matches the ``*``/``?`` glob, by key (``limit=-1``: all), values decoded."""
 
     def count(self, tenant_id: str, namespace: str, pattern: str, *, now: str) -> int:
         """How many live entries ``entries`` pages through."""
