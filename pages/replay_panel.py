@@ -1,8 +1,10 @@
 """The Chat page's replay panel: ask the active branch's user turns again under another model or
 other settings, in the background, then compare two branches' answers side by side.
 
-State: ``replay_job`` (the replay running, a ``ReplayJob``; one at a time per browser tab) and
-``replay_compare:<session id>:<leaf id>`` (the branch the active one is compared with).
+State: ``replay_job`` (the replay running, a ``ReplayJob``; one at a time per browser tab),
+``replay_compare:<session id>:<leaf id>`` (the branch the active one is compared with) and
+``COMPARISON_OPEN`` (whether the comparison is open: it reads both branches whole, so it is built
+only when asked for, and opens by itself when a replay stored something to compare).
 """
 import json
 
@@ -12,6 +14,7 @@ from memorylab import MemoryLabError, compare_branches
 from memorylab.llm.replay import ReplayJob, describe_totals, is_replay_of, replay_mark
 from pages.common import branch_key, completion_settings, escape_markdown, job_progress, select_leaf
 
+COMPARISON_OPEN = "replay_compare_open"
 PICKER_LEAVES = 200
 """Leaves the comparison picker lists, newest first (with the one chosen)."""
 SHOWN_COLUMNS = {
@@ -63,6 +66,7 @@ def _job_outcome():
                    "the comparison below shows the new branch.")
     if result.leaf_id:
         st.session_state[_compare_key(job.session_id, job.source_leaf_id)] = result.leaf_id
+        st.session_state[COMPARISON_OPEN] = True
     return False
 
 
@@ -159,6 +163,15 @@ def _comparison(session, leaf_id):
     if not others:
         st.caption("This session has a single branch: replay it to get another one to compare it with.")
         return
+    panel = st.expander(f"Compare this branch with another, answer by answer ({len(others):,} other "
+                        f"{'branch' if len(others) == 1 else 'branches'})", key=COMPARISON_OPEN, on_change="rerun")
+    if panel.open:
+        with panel:
+            _compare_with(session, leaf_id, leaves, others, key)
+
+
+def _compare_with(session, leaf_id, leaves, others, key):
+    """The comparison's picker, the two branches side by side, and the button that opens B."""
     if st.session_state.get(key) not in others:
         active = next((leaf for leaf in leaves if leaf["id"] == leaf_id), None)
         st.session_state[key] = _default_other(active, leaf_id, others)

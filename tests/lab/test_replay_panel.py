@@ -3,7 +3,7 @@ does: a replay started with a mocked model runs in the background and ends in a 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from memorylab import ChatRunner, Session, Store
+from memorylab import ChatRunner, Session, Store, compare_branches
 from memorylab.llm.replay import replays_of
 from tests.lab.test_experiments_page import rerun
 
@@ -105,3 +105,23 @@ def test_a_slow_replay_shows_its_progress_and_can_be_cancelled(conversation):
     rerun(app)
     assert "Cancelled:" in app.warning[0].value and "of 3 turns were replayed and are kept" in app.warning[0].value
     assert app.selectbox[0].value != conversation and len(app.dataframe[0].value) == 3
+
+
+def test_the_comparison_reads_the_branches_only_once_opened(lab_db, conversation, monkeypatch):
+    with Store(lab_db) as store:
+        session = Session.open(store, SESSION)
+        first_answer = session.get_history(conversation)[1]
+        session.append_message({"role": "assistant", "parts": [{"type": "text", "text": "Another answer."}]},
+                               parent_id=first_answer["parent_id"])
+    compared = []
+    monkeypatch.setattr("pages.replay_panel.compare_branches",
+                        lambda *args: compared.append(args[1:]) or compare_branches(*args))
+    app = open_panel(leaf_id=conversation)
+    (panel,) = [e for e in app.expander if e.label.startswith("Compare this branch with another")]
+    assert "(1 other branch)" in panel.label and not app.dataframe and compared == []
+
+    app.session_state["replay_compare_open"] = True
+    rerun(app)
+    frame = app.dataframe[0].value
+    assert compared and compared[0][0] == conversation
+    assert list(frame["answer_a"])[0] == "Original answer." and list(frame["answer_b"])[0] == "Another answer."
