@@ -6,7 +6,7 @@ from memorylab import MemoryLabError, Session, to_dataframe
 from memorylab.memory.longterm import LongTermMemory
 from memorylab.lab.samples import LONGTERM_WORKSPACE
 from pages.common import (PICKER_SIZE, changed_since_loaded, completion_settings, escape_markdown, guarded_save,
-                          loaded_version, open_message, setup_page)
+                          loaded_version, open_message, selected_rows, setup_page, table_key)
 
 store, session = setup_page("Long-term memory")
 st.title("Long-term memory")
@@ -84,11 +84,11 @@ with records_tab:
     table["provenance"] = [", ".join(p.get("message_ids", [])) or p.get("source", "") for p in table["provenance"]]
     event = st.dataframe(
         table.drop(columns=["body", "created_at"]), hide_index=True, width="stretch", on_select="rerun",
-        selection_mode="single-row", key="ltm_table", column_config={
+        selection_mode="single-row", key=table_key("ltm_table", [record["id"] for record in records]), column_config={
             "session_id": "session", "tags": st.column_config.ListColumn("tags"),
             "importance": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f"),
             "provenance": "source", "updated_at": st.column_config.DatetimeColumn("updated")})
-    chosen = records[event.selection.rows[0]] if records and event and event.selection.rows else None
+    chosen = next(iter(selected_rows(event, records)), None)
     if chosen:
         st.markdown(f"**Record {chosen['id']}** · {chosen['scope']}")
         st.json({"body": chosen["body"], "provenance": chosen["provenance"], "vector_index": chosen["vector_index"]},

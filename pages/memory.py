@@ -7,7 +7,7 @@ from memorylab import KVStore, Memory, MemoryAdmin, MemoryLabError, StaleWriteEr
 from memorylab.memory.kv import kv_namespaces
 from memorylab.store.compare_and_set import MISSING
 from pages.common import (changed_since_loaded, completion_settings, guarded_save, link_to, loaded_version,
-                          rebase_editor, reload_editor, select_session, setup_page)
+                          rebase_editor, reload_editor, select_session, selected_rows, setup_page, table_key)
 
 MEMORY_TABLE = {
     "id": st.column_config.TextColumn("memory key"), "entity_type": "entity", "entity_value": "value",
@@ -58,8 +58,9 @@ with memories_tab:
             rows = []
         table = to_dataframe(rows).fillna({"status": "in progress"})
         event = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun",
-                             selection_mode="single-row", key="memory_table", column_config=MEMORY_TABLE)
-        chosen = rows[event.selection.rows[0]] if rows and event and event.selection.rows else None
+                             selection_mode="single-row", key=table_key("memory_table", [r["id"] for r in rows]),
+                             column_config=MEMORY_TABLE)
+        chosen = next(iter(selected_rows(event, rows)), None)
         if chosen:
             key = chosen["id"]
             st.markdown(f"**{key}**")

@@ -4,7 +4,7 @@ import streamlit as st
 
 from memorylab import to_dataframe
 
-from pages.common import link_to, offer_samples, select_session, setup_page
+from pages.common import link_to, offer_samples, select_session, selected_rows, setup_page, table_key
 from pages.importing import import_panel
 
 PAGE_SIZE = 100  # rows at once: a store of thousands of sessions is paged and searched in SQL
@@ -50,8 +50,8 @@ else:
         width="stretch",
         on_select="rerun",
         selection_mode="single-row",
-        # One table per page and search: a row selected on one page must not select that row of the next.
-        key=f"sessions_table:{search}:{page}",
+        # A selection is row numbers: a new key for another page, search or order of the same rows.
+        key=table_key("sessions_table", [(r["tenant_id"], r["agent_id"], r["session_id"]) for r in sessions]),
         column_config={
             "messages": st.column_config.NumberColumn(help="Stored messages on all branches"),
             "branches": st.column_config.NumberColumn(help="Leaves: one per root-to-leaf path"),
@@ -62,9 +62,9 @@ else:
             "updated": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
         },
     )
-    selected = event.selection.rows if event else []
+    selected = selected_rows(event, sessions)
     if selected:
-        row = sessions[selected[0]]
+        row = selected[0]
         ref = (row["tenant_id"], row["agent_id"], row["session_id"])
         if ref != st.session_state.get("session_ref"):
             select_session(ref)

@@ -8,7 +8,7 @@ from memorylab.lab.frames import to_dataframe
 from memorylab.lab.treeview import SessionTree, preview
 from memorylab.lab.viz import VIEW_COLUMNS, tree_layout_figure
 from memorylab.shapes import Messages
-from pages.common import active_leaf, branch_key, select_leaf, session_page
+from pages.common import active_leaf, branch_key, select_leaf, selected_rows, session_page, table_key
 
 PATH_PAGE = 50  # rows of the active path shown at first, and added by each "Show earlier" click
 
@@ -91,8 +91,8 @@ def pin_manager(session, tree, selected_id):
                        "right after it; its tool call or result stays with it.")
             return
         table = st.dataframe(pd.DataFrame(pin_row(pin, tree.messages.get(pin["message_id"])) for pin in pins), hide_index=True, width="stretch", on_select="rerun", selection_mode="multi-row",
-                             key="tree_pins_table")
-        chosen = [pins[i]["message_id"] for i in table.selection.rows]
+                             key=table_key("tree_pins_table", [pin["message_id"] for pin in pins]))
+        chosen = [pin["message_id"] for pin in selected_rows(table, pins)]
         if st.button(f"Unpin {len(chosen)} selected", key="tree_unpin_rows", disabled=not chosen):
             for message_id in chosen:
                 session.unpin(message_id)

@@ -324,6 +324,25 @@ def test_long_term_page_lists_records_and_runs_a_retrieval(lab_db):
     assert "memory_rerank_skipped" in codes
 
 
+def test_a_long_term_selection_never_moves_to_another_record(lab_db):
+    app = run_page("long_term.py")
+    records = list(app.dataframe[0].value["id"])
+    app.session_state["ltm_table"] = {"selection": {"rows": [len(records) - 1], "columns": []}}
+    app.run()
+    assert app.markdown[0].value.startswith(f"**Record {records[-1]}**")
+    [b for b in app.button if b.label == "Delete record"][0].click().run()
+    assert not app.exception  # the selected row number is past the end of the shorter list
+    assert list(app.dataframe[0].value["id"]) == records[:-1]
+    assert not [m for m in app.markdown if m.value.startswith("**Record ")]  # nothing moved into its row
+
+    app.session_state[f"ltm_table:{app.session_state['ltm_table:version']}"] = {"selection": {"rows": [0],
+                                                                                             "columns": []}}
+    app.run()
+    assert app.markdown[0].value.startswith(f"**Record {records[0]}**")
+    app.selectbox(key="ltm_scope").select("SESSION_MEMORY").run()  # another list: row 0 is another record
+    assert not [m for m in app.markdown if m.value.startswith("**Record ")]
+
+
 def test_long_term_session_memories_never_leak_into_another_session(lab_db):
     app = run_page("long_term.py")
     app.selectbox(key="ltm_target").select("trip-planning-branches").run()

@@ -49,6 +49,22 @@ def test_tree_pins_the_selected_message_with_a_note_and_marks_it(lab_db):
     assert pins(lab_db) == []
 
 
+def test_unpinning_selected_rows_never_reaches_a_pin_that_moved_into_their_place(lab_db):
+    seeded(lab_db)
+    with Store(lab_db) as store:
+        for message_id in ("m3", "m5", "m7"):
+            Session.open(store, REF[2]).pin(message_id)
+    app = run_page("tree.py", session_ref=REF, leaf_id="m29")
+    listed = list(app.dataframe(key="tree_pins_table").value["message"])
+    app.session_state["tree_pins_table"] = {"selection": {"rows": [1, 2], "columns": []}}
+    app.run()
+    app.button(key="tree_unpin_rows").click().run()
+    assert not app.exception, [e.message for e in app.exception]
+    assert pins(lab_db) == [listed[0]]
+    (unpin,) = [b for b in app.button if b.key == "tree_unpin_rows"]
+    assert unpin.disabled  # rows 1 and 2 are gone: nothing is selected, not the pin that is now row 0
+
+
 def test_compaction_lab_keeps_a_pinned_message_out_of_the_summary(lab_db):
     seeded(lab_db)
     with Store(lab_db) as store:
