@@ -82,9 +82,10 @@ with records_tab:
                 "or add one by hand.")
     table = to_dataframe(records).fillna({"session_id": ""})  # a global record belongs to no session
     table["provenance"] = [", ".join(p.get("message_ids", [])) or p.get("source", "") for p in table["provenance"]]
+    listed = table_key("ltm_table", [record["id"] for record in records])
     event = st.dataframe(
         table.drop(columns=["body", "created_at"]), hide_index=True, width="stretch", on_select="rerun",
-        selection_mode="single-row", key=table_key("ltm_table", [record["id"] for record in records]), column_config={
+        selection_mode="single-row", key=listed, column_config={
             "session_id": "session", "tags": st.column_config.ListColumn("tags"),
             "importance": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f"),
             "provenance": "source", "updated_at": st.column_config.DatetimeColumn("updated")})
