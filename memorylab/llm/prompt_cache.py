@@ -269,10 +269,11 @@ def prompt_cache_report(session, leaf_id=None, *, model=None) -> PromptCacheRepo
     "what would this branch cost on gpt-4o?"). Turns ChatRunner did not send (imported ones) are
     rows with ``recorded`` False and no numbers.
     """
+    if leaf_id is None:
+        leaf_id = session.get_latest_leaf_id()
     chain, rows = RequestChain(), []
-    for message in session.get_history(leaf_id, apply_compactions=False):
-        if message["role"] == "assistant":
-            rows.append(_row(len(rows) + 1, message, chain.advance(message)))
+    for message in session.storage.assistant_turns(leaf_id) if leaf_id else ():
+        rows.append(_row(len(rows) + 1, message, chain.advance(message)))
     notes = _price(rows, model)
     if not any(row["recorded"] for row in rows):
         notes.insert(0, "No turn on this branch was recorded: chat on this branch to record requests.")

@@ -70,6 +70,9 @@ class SessionStorage(Protocol):
     def all(self) -> list[dict]:
         """Every message, parents before children."""
 
+    def assistant_turns(self, leaf_id: str) -> list[dict]:
+        """``{"id", "role", "metadata"}`` of each assistant message from the root down to ``leaf_id``."""
+
     def outline(self) -> list[dict]:
         """Every message as drawn: id, parent_id, role, tokens, created_at, parts (its text as one part
         unless it has no text or a tool part); parents first."""

@@ -102,6 +102,10 @@ def _linked(rows, leaf_id):
             and [row[1] for row in rows[1:]] == [row[0] for row in rows[:-1]])
 
 
+def _assistant_turn(row):
+    return {"id": row[0], "role": "assistant", "metadata": read_json(row[2], dict, f"message {row[0]!r}", "metadata")}
+
+
 def _overlay_from_row(row):
     return {
         "id": row["id"],
@@ -458,6 +462,13 @@ class SqlSessionStorage(Repository):
     def path(self, leaf_id) -> Messages:
         """Messages from the root down to ``leaf_id``."""
         return self._messages(self._branch_rows(leaf_id, _M_COLUMNS))
+
+    def assistant_turns(self, leaf_id) -> list[dict]:
+        """``{"id", "role", "metadata"}`` of each assistant message from the root down to ``leaf_id``,
+        decoding no parts: what the prompt-cache report walks, a fraction of reading the branch. A
+        message whose metadata cannot be read is left out with a DamagedRowWarning."""
+        rows = self._branch_rows(leaf_id, "m.id, m.parent_id, CASE WHEN m.role = 'assistant' THEN m.metadata END")
+        return readable((row for row in rows if row[2] is not None), _assistant_turn, f"{self._name()}: ")
 
     def path_stats(self, leaf_id) -> tuple[int, int]:
         """(length, stored token sum) of the path ending at ``leaf_id``, without decoding messages."""

@@ -1,6 +1,7 @@
 """Prompt-cache cost per turn: a scripted conversation through ChatRunner (litellm's mock_response)
 whose cached prefixes, lost tokens and causes are computed here by hand, message by message."""
 import json
+import warnings
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -202,6 +203,19 @@ def test_storage_grows_with_what_changed_not_with_the_history(store, litellm):
     assert all(row["cached_tokens"] == before["request_tokens"] and row["cause"] is None
                for row, before in zip(rows[1:], rows))
     assert rows[-1]["request_tokens"] == system_tokens(session) + 200 * 9 + 199 * 14
+
+
+def test_the_report_reads_the_turns_metadata_and_not_the_messages_parts(chat, litellm):
+    runner = runner_for(chat)
+    for number in range(3):
+        runner.send(ask(5 + number))
+    before = prompt_cache_report(chat).rows
+    user_ids = [m["id"] for m in chat.get_history() if m["role"] == "user"]
+    with chat.store.transaction() as conn:  # parts the report has no use for, damaged behind the engine's back
+        conn.execute(f"UPDATE messages SET parts = '[' WHERE id IN ({', '.join('?' * len(user_ids))})", user_ids)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a read of the parts would warn of each damaged message
+        assert prompt_cache_report(chat).rows == before
 
 
 def test_a_new_runner_rebuilds_the_previous_request_from_the_stored_segments(chat, litellm):
