@@ -155,7 +155,7 @@ def _latest_leaves(store):
 
 
 def _tool_pairs(store):
-    for row in store.sessions.list():
+    for row in store.integrity.sessions_with_tool_parts():
         session = Session.open(store, row["session_id"], tenant_id=row["tenant_id"], agent_id=row["agent_id"])
         found = lint_tool_pairs(session)
         if found:

@@ -8,6 +8,7 @@ enforces foreign keys and computes its search vectors itself). Each method retur
 index check, which SQLite runs as a command written into the index (``fts_complaint``).
 """
 import re
+from collections.abc import Iterator
 
 from ..errors import StoreBusyError, StoreError, StoreReadOnlyError
 from . import schema
@@ -169,6 +170,14 @@ class Integrity(Repository):
                                   "problem": f"{_ROW_NAMES[table](row)}: {'; '.join(problems)}",
                                   "session": session_name(row) if "session_pk" in columns else None})
         return found
+
+    def sessions_with_tool_parts(self, batch=1000) -> Iterator[dict]:
+        """``{"pk", "tenant_id", "agent_id", "session_id"}`` of each session holding a message with a
+        tool part, the only sessions the tool-pair lint can fault, by key, read ``batch`` at a time."""
+        sql = ("SELECT t.pk, t.tenant_id, t.agent_id, t.session_id FROM sessions t WHERE {after} AND EXISTS"
+               " (SELECT 1 FROM messages m WHERE m.session_pk = t.pk AND m.parts LIKE '%\"toolCallId\"%')")
+        for rows in self._batches(sql, ("pk",), batch):
+            yield from (dict(row) for row in rows)
 
     def stale_latest_pointers(self) -> list[dict]:
         """Sessions whose ``latest_message_id`` (where appends go by default) is not their newest

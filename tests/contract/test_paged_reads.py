@@ -200,3 +200,14 @@ def test_page_size_must_be_a_positive_integer(tree):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert ids(tree.iter_history("m3")) == ids(tree.get_history("m3"))
+
+
+def test_check_lints_only_the_sessions_with_a_tool_part_reading_them_a_batch_at_a_time(store):
+    for number in range(5):
+        session = Session.create(store, f"t{number}")
+        session.append_message(text_message(f"u{number}", "hello"))
+        if number % 2 == 0:
+            session.append_message(result(f"r{number}", f"call-{number}"))
+    found = list(store.integrity.sessions_with_tool_parts(batch=2))
+    assert [row["session_id"] for row in found] == ["t0", "t2", "t4"]
+    assert [row["pk"] for row in found] == sorted(row["pk"] for row in found)
