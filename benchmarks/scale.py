@@ -38,20 +38,27 @@ LONG_SESSION = ("default", "scale-agent", "long-session")
 PAGES = ("sessions", "chat", "tree", "context_blocks", "context_window", "compaction_lab", "search", "memory",
          "long_term")
 FORK_EVERY = 100
+TOOL_EVERY = 50
 
 
 def long_session_export(count):
     """``count`` messages: one conversation whose every hundredth answer is regenerated (a sibling of
     the one before, which stays behind as a one-message branch), so the newest path is about
-    ``count`` long and the tree has ``count / 100`` branches."""
+    ``count`` long and the tree has ``count / 100`` branches. Every ``TOOL_EVERY``-th message is an
+    answer that also looked its ticket up (a tool call with its output), so the tool-pair lint has
+    calls to walk."""
     messages = []
     for i in range(count):
         parent = i - 2 if i % FORK_EVERY == FORK_EVERY - 1 else i - 1
         role = "user" if i % 2 == 0 else "assistant"
         text = (f"Message {i}: the migration of table orders_{i % 37} needs batch {i % 11} re-run; "
                 f"owner {('Ana', 'Bo', 'Chen')[i % 3]}, ticket MIG-{1000 + i}.")
+        parts = [{"type": "text", "text": text}]
+        if i % TOOL_EVERY == 1:
+            parts.append({"type": "tool-lookup_ticket", "toolCallId": f"call-{i}", "toolName": "lookup_ticket",
+                          "state": "output-available", "input": {"ticket": f"MIG-{1000 + i}"}, "output": "open"})
         messages.append({"id": f"m{i}", "parent_id": f"m{parent}" if parent >= 0 else None, "role": role,
-                         "parts": [{"type": "text", "text": text}], "created_at": "2026-01-01T00:00:00.000Z"})
+                         "parts": parts, "created_at": "2026-01-01T00:00:00.000Z"})
     return {"format": EXPORT_FORMAT, "version": EXPORT_VERSION,
             "session": {"id": LONG_SESSION[2], "agent_id": LONG_SESSION[1],
                         "metadata": {"title": f"A {count:,}-message migration project"}},

@@ -50,8 +50,11 @@ def lint_tool_pairs(session) -> list[ToolPairFinding]:
     """Every tool-pair problem on any root-to-leaf path of ``session``, overlays applied; each once,
     in tree order, however many branches share it. Reads the session's tool outline a page at a time
     (ids, roles and tool calls, no text or tool payload) into a tree of a few dozen bytes a message, so
-    a 200,000-message session lints in bounded memory."""
+    a 200,000-message session lints in bounded memory. A session without a tool part has nothing to
+    lint, which one query tells."""
     with session.store.snapshot():
+        if not session.storage.has_tool_parts():
+            return []
         return _lint(_Tree(session.storage.tool_outline(), session.get_compactions(),
                            session.storage.pinned_ids()))
 

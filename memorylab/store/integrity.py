@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from ..errors import StoreBusyError, StoreError, StoreReadOnlyError
 from . import schema
 from .repository import Repository
-from .rows import JSON_KINDS, MESSAGE_COLUMNS, json_problem, session_name, unreadable_message
+from .rows import HAS_TOOL_PART, JSON_KINDS, MESSAGE_COLUMNS, json_problem, session_name, unreadable_message
 
 _FTS_CONTENT = re.compile(r"\bcontent\s*=\s*'([^']*)'")
 _FTS_CONTENT_ROWID = re.compile(r"\bcontent_rowid\s*=\s*'([^']*)'")
@@ -175,7 +175,7 @@ class Integrity(Repository):
         """``{"pk", "tenant_id", "agent_id", "session_id"}`` of each session holding a message with a
         tool part, the only sessions the tool-pair lint can fault, by key, read ``batch`` at a time."""
         sql = ("SELECT t.pk, t.tenant_id, t.agent_id, t.session_id FROM sessions t WHERE {after} AND EXISTS"
-               " (SELECT 1 FROM messages m WHERE m.session_pk = t.pk AND m.parts LIKE '%\"toolCallId\"%')")
+               f" (SELECT 1 FROM messages m WHERE m.session_pk = t.pk AND m.{HAS_TOOL_PART})")
         for rows in self._batches(sql, ("pk",), batch):
             yield from (dict(row) for row in rows)
 

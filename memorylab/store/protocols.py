@@ -77,6 +77,9 @@ class SessionStorage(Protocol):
         """Every message as drawn: id, parent_id, role, tokens, created_at, parts (its text as one part
         unless it has no text or a tool part); parents first."""
 
+    def has_tool_parts(self) -> bool:
+        """Whether any message of the session holds a tool part."""
+
     def tool_outline(self) -> Iterator[tuple]:
         """(id, parent_id, role, parts) of every message, parents first, read a page at a time (the
         tool-pair lint): a message without a tool part has one text part with no text."""

@@ -13,6 +13,8 @@ from ..errors import DamagedRowError, DamagedRowWarning
 from ..messages import parts_problem
 
 MESSAGE_COLUMNS = "id, parent_id, role, parts, created_at, metadata, tokens"
+HAS_TOOL_PART = "parts LIKE '%\"toolCallId\"%'"
+"""SQL: whether a message's stored parts hold a tool part (each one the engine writes names its call)."""
 
 # One encoder for every write: json.dumps with options builds a new JSONEncoder on each call,
 # and an append encodes twice (parts and metadata).

@@ -17,7 +17,8 @@ from .agents import register_agent_row
 from .context import SessionBlocks
 from .migrations import CONTINUING_MESSAGES
 from .repository import Repository, insert_rows
-from .rows import MESSAGE_COLUMNS, dumps, like_literal, message_from_row, read_json, readable, session_name
+from .rows import (HAS_TOOL_PART, MESSAGE_COLUMNS, dumps, like_literal, message_from_row, read_json, readable,
+                   session_name)
 
 UNCHECKED = object()
 """``expected`` of a write that compares nothing (a status may be None, so None cannot say it)."""
@@ -553,7 +554,7 @@ class SqlSessionStorage(Repository):
         messages skips most of the JSON a full read decodes."""
         rows = self._store._all_tuples(
             "SELECT id, parent_id, role, tokens, created_at, text,"
-            " CASE WHEN text = '' OR parts LIKE '%\"toolCallId\"%' THEN parts END"
+            f" CASE WHEN text = '' OR {HAS_TOOL_PART} THEN parts END"
             " FROM messages WHERE session_pk = ? ORDER BY seq", (self.pk,))
         return [{"id": message_id, "parent_id": parent_id, "role": role, "tokens": tokens, "created_at": created_at,
                  "metadata": {}, "parts": [{"type": "text", "text": text}] if parts is None else _outline_parts(parts)}
@@ -786,13 +787,18 @@ class SqlSessionStorage(Repository):
                     continue
         return found
 
+    def has_tool_parts(self) -> bool:
+        """Whether any message of the session holds a tool part (what ``tool_outline`` decodes)."""
+        return bool(self._one(f"SELECT EXISTS (SELECT 1 FROM messages WHERE session_pk = ? AND {HAS_TOOL_PART})"
+                              " AS found", (self.pk,))["found"])
+
     def tool_outline(self) -> Iterator[tuple]:
         """(id, parent id, role, parts) of every message, in insertion order, read a page at a time and
         held by nobody: what the tool-pair lint takes in. Only a message with a tool part has its parts
         decoded; every other one shares a single text part with no text."""
         span = self.seq_span()
-        pages = self._rows_between(*span, "m.id, m.parent_id, m.role, CASE WHEN m.parts LIKE '%\"toolCallId\"%'"
-                                   " THEN m.parts END", _LINKS_PER_PAGE) if span else ()
+        pages = self._rows_between(*span, f"m.id, m.parent_id, m.role, CASE WHEN m.{HAS_TOOL_PART} THEN m.parts END",
+                                   _LINKS_PER_PAGE) if span else ()
         for page in pages:
             for _, message_id, parent_id, role, parts in page:
                 yield message_id, parent_id, role, _TEXT_ONLY if parts is None else _outline_parts(parts)
