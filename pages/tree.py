@@ -2,7 +2,6 @@ import pandas as pd
 import streamlit as st
 
 from memorylab import DamagedRowError
-from memorylab.history.tool_pairs import lint_tool_pairs
 from memorylab.history.overlays import is_summary_message
 from memorylab.lab.frames import to_dataframe
 from memorylab.lab.treeview import SessionTree, preview
@@ -21,10 +20,9 @@ def session_tree(key, _session):
 
 
 @st.cache_resource(max_entries=4, show_spinner="Checking tool calls and results…")
-def tool_pair_findings(key, _session):
-    """The session's tool-pair lint, once per version of the session (a session without a tool part
-    costs one query): read-only."""
-    return lint_tool_pairs(_session)
+def tool_pair_findings(key, _tree, _overlays):
+    """The tool-pair lint of the tree already read, once per version of the session: read-only."""
+    return _tree.tool_pair_findings(_overlays)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -106,7 +104,7 @@ key = branch_key(session, None)
 tree = session_tree(key, session)
 overlays = session.get_compactions()
 opened = tuple(st.session_state.get("tree_open_runs", ()))
-findings = tool_pair_findings(key, session)
+findings = tool_pair_findings(key, tree, overlays)
 flagged = frozenset(message_id for finding in findings for message_id in finding.message_ids)
 layout, figure, history = tree_view(key, tree, leaf_id, overlays, opened, st.session_state.get("tree_focus"), flagged)
 leaves = tree.leaves()

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ..messages import is_tool_part, message_text
 from ..history.overlays import apply_overlays, visible_overlays
+from ..history.tool_pairs import lint_tree
 
 
 @dataclass
@@ -86,6 +87,14 @@ class SessionTree:
 
     def __len__(self):
         return len(self.messages)
+
+    def tool_pair_findings(self, overlays=()):
+        """``lint_tree`` of the messages the tree already holds (its outline keeps every tool part);
+        a tree without a tool part has nothing to lint, which a pass over its parts tells."""
+        messages = list(self.messages.values())
+        if not any(is_tool_part(part) for message in messages for part in message["parts"]):
+            return []
+        return lint_tree(messages, overlays, self.pinned_ids)
 
     def leaves(self):
         """Every childless message id, newest first (one per branch)."""
