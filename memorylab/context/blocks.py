@@ -198,15 +198,23 @@ class ContextBlocks:
 
     def freeze(self) -> str:
         """Render once, then return the same string (from the prompt cache when one is set)."""
-        if self._frozen is None and self.prompt_cache is not None:
-            self._frozen = self.prompt_cache.get()
+        if self._frozen is None:
+            self._frozen = self._stored_prompt()
         if self._frozen is None:
             self.refresh()
         return self._frozen
 
     def current_prompt(self) -> str:
-        """The frozen prompt when there is one, else what freezing would produce now."""
-        return self._frozen if self._frozen is not None else self.render()
+        """The prompt the next request sends: the frozen one (this process's, else the prompt
+        cache's), else what freezing would render now. Token counters see this, so a restarted
+        process counts the stored prompt it will send, not a fresh render of changed blocks."""
+        if self._frozen is not None:
+            return self._frozen
+        stored = self._stored_prompt()
+        return stored if stored is not None else self.render()
+
+    def _stored_prompt(self) -> str | None:
+        return self.prompt_cache.get() if self.prompt_cache is not None else None
 
     def refresh(self) -> str:
         self._frozen = self.render()

@@ -44,7 +44,8 @@ def simple_cut_when_too_long(full_context, context_window, memo, settings) -> st
 def simple_cut(full_context, context_window, memo, settings) -> tuple[None, list[dict], None]:
     """Keep the newest messages that fit ``settings["max_length"]``; when even the newest is too long
     alone, keep it with only the end of its content (the latest words matter most): the last
-    characters of a text, the last whole parts of a list of parts."""
+    characters of a text, the last whole parts of a list of parts, and when not one part fits, the
+    last characters of the parts' text as a string, as Agently keeps the end of a message as text."""
     max_length = settings["max_length"]
     kept, total = [], 0
     for message in reversed(context_window):
@@ -55,13 +56,26 @@ def simple_cut(full_context, context_window, memo, settings) -> tuple[None, list
     if kept or not context_window:
         return None, kept[::-1], None
     newest = context_window[-1]
-    content = newest["content"]
+    content = _end_that_fits(newest, newest["content"], max_length)
+    if not content and isinstance(content, list):
+        content = _end_that_fits(newest, _parts_text(newest["content"]), max_length)
+    return None, [{**newest, "content": content}], None
 
-    def fits(chars):
-        return message_length({**newest, "content": content[len(content) - chars:]}) <= max_length
 
-    chars = longest_fitting(len(content), fits) or 0
-    return None, [{**newest, "content": content[len(content) - chars:]}], None
+def _end_that_fits(message, content, max_length):
+    """The longest end of ``content`` (characters of a text, parts of a list) with which ``message``
+    fits ``max_length``."""
+    def fits(count):
+        return message_length({**message, "content": content[len(content) - count:]}) <= max_length
+
+    count = longest_fitting(len(content), fits) or 0
+    return content[len(content) - count:]
+
+
+def _parts_text(parts) -> str:
+    """The text of a list of content parts: its text parts, newline-joined (other parts have none)."""
+    return "\n".join(part["text"] for part in parts
+                     if part.get("type") == "text" and isinstance(part.get("text"), str))
 
 
 def _as_messages(value, method):

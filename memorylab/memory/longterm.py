@@ -31,10 +31,11 @@ Recall (``prepare_request``) runs scope by scope, by these rules:
 ==================  ==========================================================================
 step                rule
 ==================  ==========================================================================
-candidates          the first step that finds any: records holding a word of the query
-                    ("keyword", ranked by the full-text engine); records holding the whole
-                    query, ignoring case ("substring": "izza" finds "pizza"); records carrying
-                    the plan's tags ("tags"); the whole scope ("all"). The first two keep only
+candidates          the first step that finds any: records holding a word of the query as a
+                    whole word, or as a prefix with ``keyword_match="prefixes"`` ("keyword",
+                    ranked by the full-text engine); records holding the whole query, ignoring
+                    case ("substring": "izza" finds "pizza"); records carrying the plan's tags
+                    ("tags"); the whole scope ("all"). The first two keep only
                     records carrying every tag of the plan. The list is that one step's
                     records, never a merge of several steps
 rerank decision     ``useful`` (else ``keep``, else ``decision``) rejects when false, 0 or one of
@@ -74,6 +75,7 @@ DROP_WORDS = frozenset({"drop", "dropped", "discard", "false", "no", "irrelevant
 DIAGNOSTICS_LOG_SIZE = 50
 ERROR_CHARS = 300
 EDITABLE_FIELDS = ("summary", "body", "tags", "importance", "scope", "session_id")
+KEYWORD_MATCHES = ("words", "prefixes")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 DEFAULT_SETTINGS = {
@@ -94,6 +96,9 @@ DEFAULT_SETTINGS = {
     "rerank_min_candidates": 2,  # fewer candidates in a scope: no rerank (memory_rerank_skipped)
     "keep_candidates_on_empty_rerank": True,  # rerank dropped all: inject the deterministic candidates
     "candidates_per_scope": 8,
+    # How the "keyword" step matches a query's words: "words" as whole words, as Agently does ("pizza",
+    # not "pizz", which the substring step then finds); "prefixes" also the words they begin.
+    "keyword_match": "words",
     "max_total_chars": 2000,  # over the rendered memory lines of one request
     "max_item_chars": 400,  # one rendered line; a longer one loses its body, then is skipped
     "default_importance": 0.5,
@@ -114,6 +119,8 @@ def resolve_settings(settings=None) -> dict:
         raise InvalidInputError(f"unknown long-term memory settings {unknown}; known: {', '.join(DEFAULT_SETTINGS)}")
     resolved = {**DEFAULT_SETTINGS, **settings}
     check_counts(**{key: resolved[key] for key in _COUNT_SETTINGS})
+    if resolved["keyword_match"] not in KEYWORD_MATCHES:
+        raise InvalidInputError(f"keyword_match must be one of {KEYWORD_MATCHES}, got {resolved['keyword_match']!r}")
     for key in ("keep_candidates_on_empty_rerank", "vector_index"):
         if not isinstance(resolved[key], bool):
             raise InvalidInputError(f"{key} must be True or False, got {resolved[key]!r}")
@@ -538,7 +545,7 @@ class LongTermMemory:
     def _candidates(self, scope, session_id, plan):
         """``(records, source)`` from the first of the module's candidate steps that finds any."""
         query, tags = plan["query"], plan["tags"]
-        tries = [("keyword", {"query": query, "tags": tags}),
+        tries = [("keyword", {"query": query, "match": self.settings["keyword_match"], "tags": tags}),
                  ("substring", {"query": query, "match": "substring", "tags": tags})] if query else []
         tries += [("tags", {"tags": tags})] if tags else []
         for source, criteria in [*tries, ("all", {})]:

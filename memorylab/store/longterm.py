@@ -16,7 +16,7 @@ from .repository import Repository
 from .rows import JSON_KINDS, like_literal, read_json, readable
 
 _RECORD_FIELDS = ("summary", "body", "tags", "importance", "scope", "kind", "session_id")
-MATCHES = ("words", "substring")
+MATCHES = ("words", "prefixes", "substring")
 MAX_SUBSTRING_CHARS = 10_000
 """A longer query is not searched as a substring: text that long is no fragment, and SQLite refuses
 LIKE patterns over 50,000 bytes."""
@@ -127,11 +127,12 @@ class LongTermRecords(Repository):
                    limit=8) -> list[MemoryRecord]:
         """Records of one scope carrying every one of ``tags``, best first.
 
-        With a ``query``, ``match="words"`` keeps those holding any word of it (BM25, the summary
-        weighing most) and ``match="substring"`` those holding the query itself, ignoring case (of
-        ASCII letters only, on SQLite), in their summary, body values or tags: a fragment such as
-        "izza" finds "pizza". A query with nothing to search for matches nothing, so the caller's
-        fallback decides.
+        With a ``query``, ``match="words"`` keeps those holding any word of it as a whole word, as
+        Agently matches ("pizza", not "pizz"; BM25, the summary weighing most), ``match="prefixes"``
+        those holding a word that starts with one ("pizz" finds "pizza", "order" the tag "orders"),
+        and ``match="substring"`` those holding the query itself, ignoring case (of ASCII letters
+        only, on SQLite), in their summary, body values or tags: a fragment such as "izza" finds
+        "pizza". A query with nothing to search for matches nothing, so the caller's fallback decides.
         """
         if match not in MATCHES:
             raise InvalidInputError(f"match must be one of {MATCHES}, got {match!r}")
@@ -146,7 +147,7 @@ class LongTermRecords(Repository):
             texts = ("r.summary", self._store._json_words("r.body"), self._store._json_words("r.tags"))
             where.append("(" + " OR ".join(f"lower({text}) LIKE lower(:fragment) ESCAPE '\\'" for text in texts) + ")")
         elif query:
-            found = self._store._full_text("memories", query, any_word=True)
+            found = self._store._full_text("memories", query, any_word=True, prefixes=match == "prefixes")
             if found is None:
                 return []
             fts, params["match"] = found

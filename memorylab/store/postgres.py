@@ -316,8 +316,8 @@ class PostgresStore(Store):
         # whole in its JSON parts) has one.
         return text.replace("\x00", "\ufffd") if "\x00" in text else text
 
-    def _full_text(self, kind, query, *, any_word=False):
-        match = tsquery(query, any_word=any_word)
+    def _full_text(self, kind, query, *, any_word=False, prefixes=True):
+        match = tsquery(query, any_word=any_word, prefixes=prefixes)
         return None if match is None else (_FULL_TEXT[kind], match)
 
     @staticmethod

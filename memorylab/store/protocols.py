@@ -289,7 +289,7 @@ class LongTermStorage(Protocol):
 
     def candidates(self, workspace: str, scope: str, session_id: str | None, *, query: str | None = None,
                    match: str = "words", tags: tuple = (), limit: int = 8) -> list[dict]:
-        """Records of one scope found by ``query`` (``match``: words or substring) carrying every tag."""
+        """Records of one scope found by ``query`` (``match``: words, prefixes or substring) carrying every tag."""
 
     def tags(self, workspace: str, session_id: str | None, *, limit: int = 50) -> list[str]: ...
 

@@ -352,8 +352,8 @@ class SQLiteStore(Store):
         with self.transaction() as conn:
             conn.execute(f"INSERT INTO {table}_fts({table}_fts) VALUES('optimize')")
 
-    def _full_text(self, kind, query, *, any_word=False):
-        match = fts_query(query, any_word=any_word)
+    def _full_text(self, kind, query, *, any_word=False, prefixes=True):
+        match = fts_query(query, any_word=any_word, prefixes=prefixes)
         return None if match is None else (_FULL_TEXT[kind], match)
 
     @staticmethod
