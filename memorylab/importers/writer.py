@@ -132,7 +132,8 @@ class _Import:
         target = _Target(self, source_session)
         result = target.result
         known = target.storage.message_ids() if target.storage else set()
-        parents, previous = set(), None
+        parents = set(target.storage.child_counts()) if target.storage else set()  # branches count the stored tree
+        previous = None
         messages = iter(source_session.messages)
         try:
             for item in messages:
