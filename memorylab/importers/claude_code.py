@@ -18,9 +18,10 @@ its children hang on its parent.
 - The file's last response, while it has calls without results, is still being written: it is left
   for the next import. A call the conversation moved past unanswered is closed as an error.
 - A compaction (the boundary, then a user entry with ``isCompactSummary``) becomes an overlay from
-  the first message of the path to the boundary's ``logicalParentUuid``, and the newer entries hang
-  on that message: the history reads the summary, then what followed. When that message is not in
-  the file (a compaction that began a new file), the summary is kept as a message instead.
+  the first message of the path to the boundary's ``logicalParentUuid`` (the newest entry before the
+  boundary when no entry has that uuid), and the newer entries hang on that message: the history
+  reads the summary, then what followed. When the file holds nothing before the boundary (a
+  compaction that began a new file), the summary is kept as a message instead.
 - An entry whose parent is not in the file (a file cut at its start) starts a new root; a tool
   result whose call is not in the file becomes a user message holding the result's text.
 """
@@ -117,6 +118,7 @@ class _Transcript:
         self.tool_names: dict[str, str] = {}  # call id -> tool name
         self.open: dict[str, _Turn] = {}  # responses not written yet, by id
         self.boundaries: dict[str, tuple] = {}  # compact boundary uuid -> (message it follows, entry)
+        self.newest: str | None = None  # uuid of the newest entry read that has one
         self.context: dict = {}  # the session's metadata: CONTEXT fields, skipped entry counts
         self.titles: dict[str, str] = {}
         self.skipped = Counter()
@@ -136,6 +138,8 @@ class _Transcript:
                 yield from self._boundary(entry)
             elif isinstance(entry.get("uuid"), str):
                 self.tails[entry["uuid"]] = self._parent(entry.get("parentUuid"))
+            if isinstance(entry.get("uuid"), str):
+                self.newest = entry["uuid"]
         for turn in list(self.open.values()):
             if turn.calls <= turn.answered:
                 yield from self._close(turn)
@@ -264,7 +268,10 @@ class _Transcript:
                 "state": "output-error" if block.get("is_error") else "output-available"}
 
     def _boundary(self, entry):
-        logical = self._parent(entry.get("logicalParentUuid"))
+        """Claude Code names the message a compaction follows in ``logicalParentUuid``, at times a uuid
+        written nowhere: the compaction then follows the newest entry before it."""
+        named = entry.get("logicalParentUuid")
+        logical = self._parent(named if isinstance(named, str) and named in self.tails else self.newest)
         turn = self._open_turn(logical)
         if turn:
             yield from self._close(turn)
