@@ -22,8 +22,10 @@ its children hang on its parent.
   boundary when no entry has that uuid), and the newer entries hang on that message: the history
   reads the summary, then what followed. When the file holds nothing before the boundary (a
   compaction that began a new file), the summary is kept as a message instead.
-- An entry whose parent is not in the file (a file cut at its start) starts a new root; a tool
-  result whose call is not in the file becomes a user message holding the result's text.
+- An entry whose parent is not in the file hangs on that message when the session already holds it
+  (a subagent's or the compaction agent's file, going on from the main transcript imported before)
+  and otherwise starts a new root (a file cut at its start); a tool result whose call is not in the
+  file becomes a user message holding the result's text.
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ from pathlib import Path
 
 from ..messages import is_tool_part
 from .formats import SourceFormat, SourceProbe
-from .source import SourceMessage, SourceOverlay, SourceSession, chat_usage, source_error
+from .source import SourceMessage, SourceOverlay, SourceSession, StoredParent, chat_usage, source_error
 
 TITLES = {"custom-title": "customTitle", "summary": "summary"}
 """Entry kinds that name the session, by the field holding the name; a name the user gave wins."""
@@ -158,8 +160,13 @@ class _Transcript:
                 self.context.setdefault(name, entry[key])
 
     def _parent(self, uuid):
-        """The message an entry hangs on: the parent's own, or the end of its response's results."""
-        found = self.tails.get(uuid) if isinstance(uuid, str) else None
+        """The message an entry hangs on: the parent's own, or the end of its response's results; a
+        parent in no entry of the file is looked up in the store."""
+        if not isinstance(uuid, str):
+            return None
+        if uuid not in self.tails:
+            return StoredParent(uuid)
+        found = self.tails[uuid]
         turn_id = self.turn_of.get(found)
         return self.last[turn_id] if turn_id else found
 
@@ -181,7 +188,7 @@ class _Transcript:
 
     def _place(self, message_id, parent):
         self.tails[message_id] = message_id
-        self.roots[message_id] = self.roots[parent] if parent else message_id
+        self.roots[message_id] = self.roots.get(parent, message_id)
 
     def _emit(self, message, parent, where):
         turn = self._open_turn(parent)
@@ -283,7 +290,7 @@ class _Transcript:
         """The summary after a compact boundary as an overlay over the path it replaced, when the
         path is in the file."""
         to_id, boundary = self.boundaries.get(entry.get("parentUuid"), (None, None))
-        if to_id is None:
+        if to_id not in self.roots:
             return False
         facts = boundary.get("compactMetadata") or {}
         metadata = {"source_id": entry["uuid"], "boundary_id": boundary["uuid"], "created_at": boundary.get("timestamp"),

@@ -20,6 +20,14 @@ PREVIOUS = object()
 """Parent marker: the message before this one in the same ``SourceSession`` (a linear history)."""
 
 
+@dataclass(frozen=True)
+class StoredParent:
+    """Parent marker: the message ``id`` if the session already holds it, else none (a new root). For a
+    source whose files go on from one another, imported one at a time, in any order."""
+
+    id: str
+
+
 @dataclass
 class SourceMessage:
     """One message: ``message`` is anything ``normalize_message`` accepts (the parts shape or an

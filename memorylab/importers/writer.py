@@ -16,7 +16,7 @@ from ..history.truncation import enforce_row_size_limit
 from ..messages import normalized_and_measured, to_utc_iso, utc_now_iso
 from ..tokens import estimate_message_tokens
 from ..validation import check_identifier
-from .source import PREVIOUS, SourceSession, source_error
+from .source import PREVIOUS, SourceSession, StoredParent, source_error
 
 BATCH = 1000
 """Messages per insert statement batch, and how often ``progress`` is called."""
@@ -141,6 +141,8 @@ class _Import:
                 result.messages_found += 1
                 message_id = item.message.get("id") if isinstance(item.message, dict) else None
                 parent_id = previous if item.parent_id is PREVIOUS else item.parent_id
+                if isinstance(parent_id, StoredParent):
+                    parent_id = parent_id.id if parent_id.id in known else None
                 previous = message_id
                 if parent_id is not None:
                     parents.add(parent_id)

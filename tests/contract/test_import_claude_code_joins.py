@@ -11,6 +11,16 @@ from memorylab import Session
 from memorylab.importers import import_source
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "claude_code"
+MAIN = DATA / "compacted-mid-file.jsonl"
+COMPACTION_AGENT = DATA / "agent-acompact-7f3e2a91c4b8d605.jsonl"
+
+
+def main_entry(n):
+    return f"b07a{n:04d}-6d2e-4c81-9a3f-5e7b1c0d4f26"
+
+
+def agent_entry(n):
+    return f"ac0c{n:04d}-2b9d-4e57-8f16-3a4c6e8d0b12"
 
 
 def opened(store, report):
@@ -31,3 +41,26 @@ def test_a_subagent_file_joining_a_stored_session_reports_the_branches_of_the_st
     assert (report.sessions[0].status, report.sessions[0].branches) == ("grew", 3)
     assert import_source(store, agent).sessions[0].branches == 3  # unchanged, counted the same
 
+
+def test_a_compaction_agent_file_hangs_on_the_stored_message_it_continues(store):
+    main = import_source(store, MAIN)
+    report = import_source(store, COMPACTION_AGENT)
+    joined = report.sessions[0]
+    assert (joined.session_id, joined.status, joined.messages_added) == (main.sessions[0].session_id, "grew", 2)
+    assert joined.branches == 2
+
+    session = opened(store, report)
+    prompt, response = session.get_message(agent_entry(1)), session.get_message(agent_entry(2))
+    assert prompt["parent_id"] == main_entry(5)  # in the main transcript, stored before
+    assert response["parent_id"] == agent_entry(1)
+    assert prompt["metadata"]["agent_id"] == "acompact-7f3e2a91c4b8d605" and prompt["metadata"]["sidechain"]
+    assert [p["type"] for p in response["parts"]] == ["reasoning", "text"]
+    first_of_each_leaf = {session.get_history(leaf["id"], apply_compactions=False)[0]["id"]
+                          for leaf in session.get_leaves()}
+    assert first_of_each_leaf == {main_entry(1)}  # one tree, not one more per entry of the agent's file
+
+    compaction = session.get_history(agent_entry(2), apply_compactions=False)
+    assert [m["id"] for m in compaction] == [main_entry(n) for n in (1, 2, 4, 5)] + [agent_entry(1), agent_entry(2)]
+    assert [m["id"] for m in session.get_history(main_entry(10), apply_compactions=False)] == [
+        main_entry(n) for n in (1, 2, 4, 5, 9, 10)]
+    assert import_source(store, COMPACTION_AGENT).messages_added == 0
