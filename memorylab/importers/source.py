@@ -22,8 +22,9 @@ PREVIOUS = object()
 
 @dataclass(frozen=True)
 class StoredParent:
-    """Parent marker: the message ``id`` if the session already holds it, else none (a new root). For a
-    source whose files go on from one another, imported one at a time, in any order."""
+    """Parent marker: the message ``id`` if the session already holds it (as its id, or among the
+    ``source_ids`` of a stored message's metadata), else none (a new root). For a source whose files
+    go on from one another and are imported one at a time."""
 
     id: str
 

@@ -133,6 +133,7 @@ class _Import:
         result = target.result
         known = target.storage.message_ids() if target.storage else set()
         parents = set(target.storage.child_counts()) if target.storage else set()  # branches count the stored tree
+        stored_parent = _StoredParents(target.storage, known)
         previous = None
         messages = iter(source_session.messages)
         try:
@@ -142,7 +143,7 @@ class _Import:
                 message_id = item.message.get("id") if isinstance(item.message, dict) else None
                 parent_id = previous if item.parent_id is PREVIOUS else item.parent_id
                 if isinstance(parent_id, StoredParent):
-                    parent_id = parent_id.id if parent_id.id in known else None
+                    parent_id = stored_parent(parent_id.id)
                 previous = message_id
                 if parent_id is not None:
                     parents.add(parent_id)
@@ -188,6 +189,34 @@ class _Import:
         self.flush()
         if self.progress and self.read % BATCH:
             self.progress(self.read)
+
+
+class _StoredParents:
+    """The stored message a ``StoredParent`` names: the one of that id, else the one whose metadata
+    lists it among its ``source_ids`` (a message the source wrote as several entries), else None.
+    Those lists are read once, at the first name that is no stored id."""
+
+    def __init__(self, storage, known):
+        self.storage, self.known, self.aliases = storage, known, None
+
+    def __call__(self, source_id):
+        if source_id in self.known:
+            return source_id
+        if self.aliases is None:
+            self.aliases = _source_aliases(self.storage) if self.storage else {}
+        return self.aliases.get(source_id)
+
+
+def _source_aliases(storage):
+    """{source id: stored message id} for every stored message listing ``source_ids``, read by pages."""
+    span, aliases = storage.seq_span(), {}
+    for page in storage.messages_between(*span) if span else ():
+        for message in page:
+            listed = (message.get("metadata") or {}).get("source_ids")
+            for source_id in listed if isinstance(listed, list) else ():
+                if isinstance(source_id, str):
+                    aliases.setdefault(source_id, message["id"])
+    return aliases
 
 
 class _Target:

@@ -22,17 +22,17 @@ def test_a_compaction_whose_logical_parent_is_in_no_entry_is_an_overlay_over_the
     session = Session.open(store, report.sessions[0].session_id, agent_id="claude-code")
 
     stored = session.get_history(apply_compactions=False)
-    assert [m["id"] for m in stored] == [entry(n) for n in (1, 2, 4, 5, 9, 10)]
+    assert [m["id"] for m in stored] == [entry(n) for n in (1, 2, 4, 5, 10, 11)]
     assert stored[4]["parent_id"] == entry(5)  # the conversation goes on from where the file was
     assert len(session.get_leaves()) == 1
 
     (overlay,) = session.get_compactions()
     assert (overlay["from_id"], overlay["to_id"]) == (entry(1), entry(5))
     assert overlay["summary"].startswith("This session is being continued from a previous conversation")
-    assert overlay["metadata"] == {"source_id": entry(8), "boundary_id": entry(7),
+    assert overlay["metadata"] == {"source_id": entry(9), "boundary_id": entry(8),
                                    "created_at": "2026-02-09T16:24:40.551Z", "trigger": "manual",
                                    "pre_tokens": 61437}
-    assert session.get_message(entry(8)) is None  # the summary is the overlay, not a message
+    assert session.get_message(entry(9)) is None  # the summary is the overlay, not a message
 
     history = session.get_history()
     assert [m["parts"][0]["text"] for m in history][1:] == [

@@ -51,7 +51,8 @@ def test_a_compaction_agent_file_hangs_on_the_stored_message_it_continues(store)
 
     session = opened(store, report)
     prompt, response = session.get_message(agent_entry(1)), session.get_message(agent_entry(2))
-    assert prompt["parent_id"] == main_entry(5)  # in the main transcript, stored before
+    # It names the last entry of the main transcript's response, which is stored as the response's message.
+    assert prompt["parent_id"] == main_entry(5)
     assert response["parent_id"] == agent_entry(1)
     assert prompt["metadata"]["agent_id"] == "acompact-7f3e2a91c4b8d605" and prompt["metadata"]["sidechain"]
     assert [p["type"] for p in response["parts"]] == ["reasoning", "text"]
@@ -61,6 +62,22 @@ def test_a_compaction_agent_file_hangs_on_the_stored_message_it_continues(store)
 
     compaction = session.get_history(agent_entry(2), apply_compactions=False)
     assert [m["id"] for m in compaction] == [main_entry(n) for n in (1, 2, 4, 5)] + [agent_entry(1), agent_entry(2)]
-    assert [m["id"] for m in session.get_history(main_entry(10), apply_compactions=False)] == [
-        main_entry(n) for n in (1, 2, 4, 5, 9, 10)]
+    assert [m["id"] for m in session.get_history(main_entry(11), apply_compactions=False)] == [
+        main_entry(n) for n in (1, 2, 4, 5, 10, 11)]
     assert import_source(store, COMPACTION_AGENT).messages_added == 0
+
+
+def test_a_compaction_agent_file_imported_before_its_main_transcript_starts_a_tree_of_its_own(store):
+    session = opened(store, import_source(store, COMPACTION_AGENT))
+    assert session.get_message(agent_entry(1))["parent_id"] is None
+    assert [m["id"] for m in session.get_history(agent_entry(2))] == [agent_entry(1), agent_entry(2)]
+
+
+def test_an_entry_naming_a_stored_message_by_its_own_id_hangs_on_it(store, tmp_path):
+    import_source(store, MAIN)
+    agent = tmp_path / "agent-acompact-7f3e2a91c4b8d605.jsonl"
+    entries = [json.loads(line) for line in COMPACTION_AGENT.read_text(encoding="utf-8").splitlines()]
+    entries[0]["parentUuid"] = main_entry(10)  # the user's prompt, one entry, stored under its uuid
+    agent.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
+    session = opened(store, import_source(store, agent))
+    assert session.get_message(agent_entry(1))["parent_id"] == main_entry(10)
