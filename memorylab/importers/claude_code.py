@@ -18,11 +18,14 @@ its children hang on its parent.
 - The file's last response, while it has calls without results, is still being written: it is left
   for the next import. A call the conversation moved past unanswered is closed as an error.
 - A compaction (the boundary, then a user entry with ``isCompactSummary``) becomes an overlay from
-  the first message of the path to the boundary's ``logicalParentUuid``, and the newer entries hang
-  on that message: the history reads the summary, then what followed. When that message is not in
-  the file (a compaction that began a new file), the summary is kept as a message instead.
-- An entry whose parent is not in the file (a file cut at its start) starts a new root; a tool
-  result whose call is not in the file becomes a user message holding the result's text.
+  the first message of the path to the boundary's ``logicalParentUuid`` (the newest entry before the
+  boundary when no entry has that uuid), and the newer entries hang on that message: the history
+  reads the summary, then what followed. When the file holds nothing before the boundary (a
+  compaction that began a new file), the summary is kept as a message instead.
+- An entry whose parent is not in the file hangs on that message when the session already holds it
+  (a subagent's or the compaction agent's file, going on from the main transcript imported before)
+  and otherwise starts a new root (a file cut at its start); a tool result whose call is not in the
+  file becomes a user message holding the result's text.
 """
 from __future__ import annotations
 
@@ -33,7 +36,7 @@ from pathlib import Path
 
 from ..messages import is_tool_part
 from .formats import SourceFormat, SourceProbe
-from .source import SourceMessage, SourceOverlay, SourceSession, chat_usage, source_error
+from .source import SourceMessage, SourceOverlay, SourceSession, StoredParent, chat_usage, source_error
 
 TITLES = {"custom-title": "customTitle", "summary": "summary"}
 """Entry kinds that name the session, by the field holding the name; a name the user gave wins."""
@@ -117,6 +120,7 @@ class _Transcript:
         self.tool_names: dict[str, str] = {}  # call id -> tool name
         self.open: dict[str, _Turn] = {}  # responses not written yet, by id
         self.boundaries: dict[str, tuple] = {}  # compact boundary uuid -> (message it follows, entry)
+        self.newest: str | None = None  # uuid of the newest entry read that has one
         self.context: dict = {}  # the session's metadata: CONTEXT fields, skipped entry counts
         self.titles: dict[str, str] = {}
         self.skipped = Counter()
@@ -136,6 +140,8 @@ class _Transcript:
                 yield from self._boundary(entry)
             elif isinstance(entry.get("uuid"), str):
                 self.tails[entry["uuid"]] = self._parent(entry.get("parentUuid"))
+            if isinstance(entry.get("uuid"), str):
+                self.newest = entry["uuid"]
         for turn in list(self.open.values()):
             if turn.calls <= turn.answered:
                 yield from self._close(turn)
@@ -154,8 +160,13 @@ class _Transcript:
                 self.context.setdefault(name, entry[key])
 
     def _parent(self, uuid):
-        """The message an entry hangs on: the parent's own, or the end of its response's results."""
-        found = self.tails.get(uuid) if isinstance(uuid, str) else None
+        """The message an entry hangs on: the parent's own, or the end of its response's results; a
+        parent in no entry of the file is looked up in the store."""
+        if not isinstance(uuid, str):
+            return None
+        if uuid not in self.tails:
+            return StoredParent(uuid)
+        found = self.tails[uuid]
         turn_id = self.turn_of.get(found)
         return self.last[turn_id] if turn_id else found
 
@@ -177,7 +188,7 @@ class _Transcript:
 
     def _place(self, message_id, parent):
         self.tails[message_id] = message_id
-        self.roots[message_id] = self.roots[parent] if parent else message_id
+        self.roots[message_id] = self.roots.get(parent, message_id)
 
     def _emit(self, message, parent, where):
         turn = self._open_turn(parent)
@@ -264,7 +275,10 @@ class _Transcript:
                 "state": "output-error" if block.get("is_error") else "output-available"}
 
     def _boundary(self, entry):
-        logical = self._parent(entry.get("logicalParentUuid"))
+        """Claude Code names the message a compaction follows in ``logicalParentUuid``, at times a uuid
+        written nowhere: the compaction then follows the newest entry before it."""
+        named = entry.get("logicalParentUuid")
+        logical = self._parent(named if isinstance(named, str) and named in self.tails else self.newest)
         turn = self._open_turn(logical)
         if turn:
             yield from self._close(turn)
@@ -276,7 +290,7 @@ class _Transcript:
         """The summary after a compact boundary as an overlay over the path it replaced, when the
         path is in the file."""
         to_id, boundary = self.boundaries.get(entry.get("parentUuid"), (None, None))
-        if to_id is None:
+        if to_id not in self.roots:
             return False
         facts = boundary.get("compactMetadata") or {}
         metadata = {"source_id": entry["uuid"], "boundary_id": boundary["uuid"], "created_at": boundary.get("timestamp"),

@@ -20,6 +20,15 @@ PREVIOUS = object()
 """Parent marker: the message before this one in the same ``SourceSession`` (a linear history)."""
 
 
+@dataclass(frozen=True)
+class StoredParent:
+    """Parent marker: the message ``id`` if the session already holds it (as its id, or among the
+    ``source_ids`` of a stored message's metadata), else none (a new root). For a source whose files
+    go on from one another and are imported one at a time."""
+
+    id: str
+
+
 @dataclass
 class SourceMessage:
     """One message: ``message`` is anything ``normalize_message`` accepts (the parts shape or an

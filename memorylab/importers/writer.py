@@ -16,7 +16,7 @@ from ..history.truncation import enforce_row_size_limit
 from ..messages import normalized_and_measured, to_utc_iso, utc_now_iso
 from ..tokens import estimate_message_tokens
 from ..validation import check_identifier
-from .source import PREVIOUS, SourceSession, source_error
+from .source import PREVIOUS, SourceSession, StoredParent, source_error
 
 BATCH = 1000
 """Messages per insert statement batch, and how often ``progress`` is called."""
@@ -132,7 +132,9 @@ class _Import:
         target = _Target(self, source_session)
         result = target.result
         known = target.storage.message_ids() if target.storage else set()
-        parents, previous = set(), None
+        parents = set(target.storage.child_counts()) if target.storage else set()  # branches count the stored tree
+        stored_parent = _StoredParents(target.storage, known)
+        previous = None
         messages = iter(source_session.messages)
         try:
             for item in messages:
@@ -140,6 +142,8 @@ class _Import:
                 result.messages_found += 1
                 message_id = item.message.get("id") if isinstance(item.message, dict) else None
                 parent_id = previous if item.parent_id is PREVIOUS else item.parent_id
+                if isinstance(parent_id, StoredParent):
+                    parent_id = stored_parent(parent_id.id)
                 previous = message_id
                 if parent_id is not None:
                     parents.add(parent_id)
@@ -185,6 +189,34 @@ class _Import:
         self.flush()
         if self.progress and self.read % BATCH:
             self.progress(self.read)
+
+
+class _StoredParents:
+    """The stored message a ``StoredParent`` names: the one of that id, else the one whose metadata
+    lists it among its ``source_ids`` (a message the source wrote as several entries), else None.
+    Those lists are read once, at the first name that is no stored id."""
+
+    def __init__(self, storage, known):
+        self.storage, self.known, self.aliases = storage, known, None
+
+    def __call__(self, source_id):
+        if source_id in self.known:
+            return source_id
+        if self.aliases is None:
+            self.aliases = _source_aliases(self.storage) if self.storage else {}
+        return self.aliases.get(source_id)
+
+
+def _source_aliases(storage):
+    """{source id: stored message id} for every stored message listing ``source_ids``, read by pages."""
+    span, aliases = storage.seq_span(), {}
+    for page in storage.messages_between(*span) if span else ():
+        for message in page:
+            listed = (message.get("metadata") or {}).get("source_ids")
+            for source_id in listed if isinstance(listed, list) else ():
+                if isinstance(source_id, str):
+                    aliases.setdefault(source_id, message["id"])
+    return aliases
 
 
 class _Target:
