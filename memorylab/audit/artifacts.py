@@ -51,7 +51,7 @@ class Artifact:
 
 # -- finding each kind in a text ------------------------------------------------------------------
 
-_URL = re.compile(r"\bhttps?://[^\s<>\"'`()\[\]{}|\\^]+", re.IGNORECASE)
+_URL = re.compile(r"https?://[^\s<>\"'`()\[\]{}|\\^]+")
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
 _EXTENSIONS = (
@@ -60,23 +60,28 @@ _EXTENSIONS = (
     "html|htm|css|scss|vue|svelte|xml|gradle|tf|proto|log|pdf|png|jpg|jpeg|gif|svg|zip|gz|tgz|whl|gguf"
 )
 _PATH = re.compile(
-    rf"""(?<![\w/.@:~$%\\-])
+    r"""(?<![\w/.@:~$%\\-])
     (?P<path>
-        (?:~|\.{{1,2}})?/(?:[\w@+-][\w.@+-]*/)+[\w@+-][\w.@+-]*/?      # /etc/app/x.conf, ./src/a, ~/x/y
+        (?:~|\.{1,2})?/(?:[\w@+-][\w.@+-]*/)+[\w@+-][\w.@+-]*/?      # /etc/app/x.conf, ./src/a, ~/x/y
       | (?:[\w@+-][\w.@+-]*/)+(?:[\w@+-][\w.@+-]*)?                   # src/app/main.py, src/app/
-      | (?:Dockerfile|Makefile|Procfile|Gemfile|Justfile|\.[\w-]+rc|\.env|\.gitignore)(?![\w.])
-      | [\w-][\w.-]*\.(?:{_EXTENSIONS})
     )(?![\w/]|\.\w)""",
     re.VERBOSE,
 )
+_FILE_NAME = re.compile(
+    rf"(?<![\w/.@:~$%\\-])(?:[\w-][\w.-]*\.(?:{_EXTENSIONS})|Dockerfile|Makefile|Procfile|Gemfile|Justfile"
+    r"|\.[a-z]+rc|\.env|\.gitignore)(?![\w/]|\.\w)"
+)
+_FILE_HINT = re.compile(rf"\.(?:{_EXTENSIONS})(?![\w/]|\.\w)|file\b|\.env|\.git|rc\b")
 _FRAMEWORK_NAMES = frozenset({"node.js", "vue.js", "next.js", "nuxt.js", "express.js", "three.js", "chart.js",
                               "d3.js", "react.js", "ember.js", "backbone.js", "nest.js", "deno.js", "p5.js"})
-_VERSION = re.compile(
+_NAMED_VERSION = re.compile(
+    r"(?<![\w.])(?:[Pp]ython|[Nn]ode(?:\.js)?|Postgre(?:SQL|s)|postgres|Java|Ruby|Go|Rust|PHP|Django|Rails|React|Ubuntu"
+    r"|Debian|macOS|iOS|Android|Chrome|Firefox|Redis|MySQL|Kubernetes|Docker|Terraform|[Vv]ersion|[Rr]elease)"
+    r"\s+v?\d+(?:\.\d+)*(?![\w]|\.\d)"
+)
+_NUMBERED_VERSION = re.compile(
     r"""(?<![\w.])(?:
-        (?P<named>(?:[Pp]ython|[Nn]ode(?:\.js)?|Postgre(?:SQL|s)|postgres|Java|Ruby|Go|Rust|PHP|Django|Rails|React|
-                   Ubuntu|Debian|macOS|iOS|Android|Chrome|Firefox|Redis|MySQL|Kubernetes|Docker|Terraform|
-                   [Vv]ersion|[Rr]elease)\s+v?\d+(?:\.\d+)*)
-      | (?P<tagged>v\d+(?:\.\d+)+(?:-[0-9A-Za-z.]+)?)
+        (?P<tagged>v\d+(?:\.\d+)+(?:-[0-9A-Za-z.]+)?)
       | (?P<pinned>(?<=[=@~^<>])\d+(?:\.\d+)+(?:[-+.]?[0-9A-Za-z]+)*)
       | (?P<triple>\d+\.\d+\.\d+(?:-(?:rc|alpha|beta|dev|post)\.?\d*)?)
     )(?![\w]|\.\d)""",
@@ -84,16 +89,19 @@ _VERSION = re.compile(
 )
 _MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
           r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
-_DATE = re.compile(
+_NUMERIC_DATE = re.compile(
+    r"(?<![\w.-])(?:(?P<iso>\d{4}-\d{2}-\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    r"|(?P<dotted>\d{1,2}\.\d{1,2}\.\d{4}))(?![\w])"
+)
+_WRITTEN_DATE = re.compile(
     rf"""(?<![\w.-])(?:
-        (?P<iso>\d{{4}}-\d{{2}}-\d{{2}})(?:[T ]\d{{2}}:\d{{2}}(?::\d{{2}}(?:\.\d+)?)?(?:Z|[+-]\d{{2}}:?\d{{2}})?)?
-      | (?P<dotted>\d{{1,2}}\.\d{{1,2}}\.\d{{4}})
-      | (?P<day_first>\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\.?,?(?:\s+\d{{4}})?)
+        (?P<day_first>\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\.?,?(?:\s+\d{{4}})?)
       | (?P<month_first>{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?)
       | (?P<month_year>{_MONTH}\s+\d{{4}})
     )(?![\w])""",
     re.VERBOSE,
 )
+_MONTH_HINTS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _TICKET = re.compile(r"(?<![\w-])(?P<key>[A-Z][A-Z0-9]{0,9}-\d{2,})(?![\w-])|(?<![\w&#])#(?P<number>\d{2,6})\b")
 _NOT_TICKETS = frozenset({"SHA", "ISO", "UTF", "AES", "RSA", "MD", "COVID", "GPT", "HTTP", "TLS", "SSL", "PEP", "ES",
                           "X", "RFC", "IEC", "CP", "WINDOWS", "LATIN", "ASCII", "FIPS", "ECMA", "IPV", "H", "E"})
@@ -122,10 +130,11 @@ _EXCEPTION_LINE = re.compile(
 )
 _FAILED_TEST = re.compile(r"^\s*(?:FAILED\s+(?P<first>\S+::\S+)|(?P<last>\S+::\S+)\s+FAILED|--- FAIL: (?P<go>\w+))",
                           re.MULTILINE)
+_ERROR_HINTS = ("Error", "Exception", "Exit", "Interrupt", "Fault", "Failure", "error", "fatal", "panic", "ERR",
+                "FATAL", "FAIL")
 _FENCE = re.compile(r"^```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 _SHELL_LANGUAGES = frozenset({"sh", "bash", "shell", "console", "zsh", "terminal", "shell-session", "ps", "powershell"})
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
 _DECISION = re.compile(
     r"\b(?:(?:we|i)(?:'ll| will| are going to|'re going to| should| decided to)|let's|let us|going forward,?)"
     r"\s+(?:use|go with|switch to|stick with|adopt|migrate to|move to|target|ship|drop|standardi[sz]e on)\b"
@@ -137,6 +146,10 @@ _CONSTRAINT = re.compile(
     r"not allowed|only use|make sure|from now on|keep it under|stay under|limit(?:ed)? to)\b",
     re.IGNORECASE,
 )
+_DECISION_HINTS = ("we'll", "we will", "i'll", "i will", "going", "we should", "i should", "decided", "let's",
+                   "let us", "decision", "agreed", "settled", "opted")
+_CONSTRAINT_HINTS = ("never", "always", "don't", "do not", "must", "no new", "no more", "at most", "at least",
+                     "under no", "not allowed", "only use", "make sure", "from now on", "under", "limit")
 _MATCH_NOISE = re.compile(
     r"\b(?:we|i|we'll|i'll|let's|let|us|will|shall|should|going|to|decided|decision|is|agreed|settled|on|opted|for|"
     r"please|ok|okay|so|then|the|a|an|and|just)\b",
@@ -172,21 +185,61 @@ def _clean_url(url):
 
 
 def _date_form(match):
-    if match["iso"]:
+    groups = match.groupdict()
+    if groups.get("iso"):
         return match["iso"]
-    if match["dotted"]:
+    if groups.get("dotted"):
         day, month, year = match["dotted"].split(".")
         return f"{year}-{int(month):02}-{int(day):02}"
     return " ".join(match.group(0).replace(",", " ").split()).lower()
 
 
-def _version_form(match):
-    text = match.group(0)
-    if match["named"]:
-        name, number = text.rsplit(None, 1)
-        name = "" if name.lower() in ("version", "release") else name.lower() + " "
-        return name + number.lstrip("v")
-    return text.lstrip("v")
+def _named_version(match):
+    name, number = match.group(0).rsplit(None, 1)
+    name = "" if name.lower() in ("version", "release") else name.lower() + " "
+    return match.group(0), name + number.lstrip("v")
+
+
+_DIGIT = re.compile(r"\d")
+_DASHED_NUMBER = re.compile(r"\d[-.]\d")
+_DOTTED_NUMBER = re.compile(r"\d\.\d")
+_VERSION_NAMES = ("ython ", "ode ", "ode.js ", "ostgre", "Java ", "Ruby ", "Go ", "Rust ", "PHP ", "Django ", "Rails ",
+                  "React ", "Ubuntu ", "Debian ", "macOS ", "iOS ", "Android ", "Chrome ", "Firefox ", "Redis ",
+                  "MySQL ", "Kubernetes ", "Docker ", "Terraform ", "ersion ", "elease ")
+_TICKET_HINT = re.compile(r"[A-Z0-9]-\d\d|#\d\d")
+_HEX_RUN = re.compile(r"[0-9a-f]{7}")
+_PHONE_HINT = re.compile(r"\+\d|\(\d{3}\)|\d{3}[-.]\d{3}[-.]\d")
+
+
+def _ticket(match):
+    key = match["key"]
+    if key and key.split("-")[0] in _NOT_TICKETS:
+        return None
+    return "identifier", match.group(0), match.group(0).upper()
+
+
+def _path(match):
+    path = match.group(0).rstrip(".")
+    return ("path", path, _normalized_path(path)) if _is_path(path) else None
+
+
+_PROSE_KINDS = (
+    # (hint, pattern, found): the pattern is tried only on a text for which hint(text) holds, a cheap
+    # test that spares most texts most patterns.
+    (lambda t: "://" in t, _URL, lambda m: ("url", *_clean_url(m.group(0)))),
+    (lambda t: "@" in t, _EMAIL, lambda m: ("identifier", m.group(0), m.group(0).lower())),
+    (lambda t: t.count("-") >= 4, _UUID, lambda m: ("identifier", m.group(0), m.group(0).lower())),
+    (lambda t: "/" in t, _PATH, _path),
+    (_FILE_HINT.search, _FILE_NAME, _path),
+    (_DASHED_NUMBER.search, _NUMERIC_DATE, lambda m: ("date", m.group(0), _date_form(m))),
+    (lambda t: any(month in t for month in _MONTH_HINTS), _WRITTEN_DATE, lambda m: ("date", m.group(0), _date_form(m))),
+    (lambda t: any(name in t for name in _VERSION_NAMES), _NAMED_VERSION, lambda m: ("version", *_named_version(m))),
+    (_DOTTED_NUMBER.search, _NUMBERED_VERSION, lambda m: ("version", m.group(0), m.group(0).lstrip("v"))),
+    (_TICKET_HINT.search, _TICKET, _ticket),
+    (_HEX_RUN.search, _SHA, lambda m: ("identifier", m.group(0), m.group(0))),
+    (_PHONE_HINT.search, _PHONE, lambda m: ("identifier", m.group(0), re.sub(r"[^\d+]", "", m.group(0)))),
+    (_DIGIT.search, _QUANTITY, lambda m: ("quantity", m.group(0), " ".join(m.group(0).replace(",", "").split()).lower())),
+)
 
 
 class _Finder:
@@ -202,61 +255,46 @@ class _Finder:
             self.found.append(Artifact(kind, text, normalized or text, match or text, self.message_id))
 
     def prose(self, text):
-        """Everything a message's own words can state, outside its code blocks."""
+        """Everything a message's own words can state, outside its code blocks: each kind in turn,
+        a span of the text going to the first kind that claims it (a URL's path is not a path)."""
         claimed = bytearray(len(text))
-
-        def free(match):
-            start, end = match.span()
-            if any(claimed[start:end]):
-                return False
-            claimed[start:end] = b"\1" * (end - start)
-            return True
-
-        for match in _URL.finditer(text):
-            if free(match):
-                self.add("url", *_clean_url(match.group(0)))
-        for pattern in (_EMAIL, _UUID):
-            for match in pattern.finditer(text):
-                if free(match):
-                    self.add("identifier", match.group(0), match.group(0).lower())
-        for match in _PATH.finditer(text):
-            path = match.group(0).rstrip(".")
-            if _is_path(path) and free(match):
-                self.add("path", path, _normalized_path(path))
-        for match in _DATE.finditer(text):
-            if free(match):
-                self.add("date", match.group(0), _date_form(match))
-        for match in _VERSION.finditer(text):
-            if free(match):
-                self.add("version", match.group(0), _version_form(match))
-        for match in _TICKET.finditer(text):
-            key = match["key"]
-            if key and key.split("-")[0] in _NOT_TICKETS:
+        for hint, pattern, found in _PROSE_KINDS:
+            if not hint(text):
                 continue
-            if free(match):
-                self.add("identifier", match.group(0), match.group(0).upper())
-        for pattern in (_SHA, _PHONE):
             for match in pattern.finditer(text):
-                if free(match):
-                    digits = re.sub(r"[^\d+]", "", match.group(0))
-                    self.add("identifier", match.group(0), match.group(0) if pattern is _SHA else digits)
-        for match in _QUANTITY.finditer(text):
-            if free(match):
-                self.add("quantity", match.group(0), " ".join(match.group(0).replace(",", "").split()).lower())
+                start, end = match.span()
+                if any(claimed[start:end]):
+                    continue
+                artifact = found(match)
+                if artifact:
+                    claimed[start:end] = b"\1" * (end - start)
+                    self.add(*artifact)
 
     def statements(self, text, constraints):
         """Decisions (anyone's) and constraints (the user's: an assistant's "never" is mostly an
         explanation): sentences, not questions, that choose or forbid something."""
-        for match in _SENTENCE.finditer(text.replace("**", "").replace("__", "")):
-            sentence = match.group(0).strip(" \t-*>#")
-            words = sentence.split()
-            if sentence.endswith("?") or not 3 <= len(words) <= 40:
+        lower = text.lower()
+        triggers = []
+        if any(hint in lower for hint in _DECISION_HINTS):
+            triggers += [m.start() for m in _DECISION.finditer(text)]
+        if constraints and any(hint in lower for hint in _CONSTRAINT_HINTS):
+            triggers += [m.start() for m in _CONSTRAINT.finditer(text)]
+        done = -1
+        for at in sorted(triggers):
+            if at < done:
                 continue
-            if _DECISION.search(sentence) or constraints and _CONSTRAINT.search(sentence):
-                core = " ".join(_MATCH_NOISE.sub(" ", sentence.rstrip(".!")).split())
-                self.add("decision", sentence, " ".join(sentence.lower().rstrip(".!").split()), core or sentence)
+            begin = max(text.rfind(stop, 0, at) for stop in ".!?\n") + 1
+            ends = [i for i in (text.find(stop, at) for stop in ".!?\n") if i >= 0]
+            done = min(ends) + 1 if ends else len(text)
+            sentence = text[begin:done].replace("**", "").replace("__", "").strip(" \t-*>#")
+            if sentence.endswith("?") or text[done:done + 1] == "?" or not 3 <= len(sentence.split()) <= 40:
+                continue
+            core = " ".join(_MATCH_NOISE.sub(" ", sentence.rstrip(".!")).split())
+            self.add("decision", sentence, " ".join(sentence.lower().rstrip(".!").split()), core or sentence)
 
     def errors(self, text):
+        if not any(hint in text for hint in _ERROR_HINTS):
+            return
         for match in _EXCEPTION_LINE.finditer(text):
             if match["name"]:
                 name, message = match["name"], (match["message"] or "").strip()

@@ -142,11 +142,16 @@ class _Branch:
         request = apply_overlays(path + self.tail_after(overlay["to_id"], moment), [*earlier, overlay],
                                  self.pinned_ids)
         regions = _regions(request, overlay["id"])
-        contexts = {where: ContextText([text for m in regions[where] for text in iter_text(m)]) for where in WHERE}
+        ledger = extract_artifacts(span)
+        forms = {form for artifact in ledger for term in fact_terms(artifact.match) for form in term.pieces[0]}
+        contexts = {}
+        for where in WHERE:  # each context indexed once for every form the ledger's terms start with
+            contexts[where] = ContextText([text for m in regions[where] for text in iter_text(m)])
+            contexts[where].gather(forms)
         audit = CompactionAudit(
             self.session.session_id, overlay["id"], len(span), sum(m.get("tokens", 0) for m in span),
             regions["summary"][0]["tokens"] if regions["summary"] else 0)
-        for artifact in extract_artifacts(span):
+        for artifact in ledger:
             where = next((w for w in WHERE if _holds(contexts[w], artifact)), None)
             entry = {"kind": artifact.kind, "text": artifact.text, "message_id": artifact.message_id}
             if where is None:
