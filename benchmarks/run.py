@@ -3,6 +3,7 @@
     python benchmarks/run.py [--quick] [--json PATH] [--markdown] [--only GROUP] [--postgres URL]
     python benchmarks/run.py --scale [--scale-million] [--markdown] [--json PATH] [--postgres URL]
     python benchmarks/run.py --scale --memory [--messages N] [--markdown] [--json PATH] [--postgres URL]
+    python benchmarks/run.py --audit [--compactions N] [--markdown] [--json PATH]
 
 Each benchmark runs memorylab and its baselines in this process, interleaved (batch by batch or
 call by call, the order rotating), for several repetitions, and reports the medians and the ratio
@@ -41,6 +42,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from audit_speed import bench_audit, print_audit  # benchmarks/audit_speed.py, beside this script
 from corpus import QUERIES, kv_values, openai_messages  # benchmarks/corpus.py, beside this script
 
 from memorylab import KVStore, Session, Store, import_session, local_postgres, plan_compaction
@@ -1286,9 +1288,21 @@ def main():
                              "session (--messages), each in a fresh process, on SQLite and PostgreSQL")
     parser.add_argument("--messages", type=int, default=MEMORY_MESSAGES,
                         help=f"messages of the --memory session (default {MEMORY_MESSAGES:,}; try a smaller one first)")
+    parser.add_argument("--audit", action="store_true",
+                        help="instead of the groups: audit every compaction of a store of --compactions "
+                             "50-message spans (benchmarks/audit_speed.py), in a fresh process")
+    parser.add_argument("--compactions", type=int, default=10_000, help="compactions of --audit (default 10,000)")
     args = parser.parse_args()
     started = time.perf_counter()
     print(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}")
+    if args.audit:
+        with tempfile.TemporaryDirectory(prefix="memorylab-audit-") as tmp:
+            measured = bench_audit(Path(tmp), args.compactions)
+        print_audit(measured, args.markdown)
+        print(f"ran in {time.perf_counter() - started:.0f} s; load average after: {os.getloadavg()[0]:.2f}")
+        if args.json:
+            Path(args.json).write_text(json.dumps(measured, indent=2) + "\n")
+        return
     if args.memory:
         with tempfile.TemporaryDirectory(prefix="memorylab-memory-") as tmp:
             measured = bench_memory(Path(tmp), args.postgres, args.messages)

@@ -7,6 +7,9 @@ import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
+from .audit.audit import iter_store_audits
+from .audit.files import audit_files
+from .audit.report import write_audits
 from .check import check_database, repair_database
 from .errors import DamagedRowWarning, InvalidInputError, MemoryLabError
 from .importers import FORMATS, detect_format, import_source, memorylab_export, source_format
@@ -80,6 +83,14 @@ def build_parser():
     evaluate.add_argument("--with-samples", action="store_true",
                           help="load the sample conversations into the store first (those present are kept)")
     evaluate.add_argument("--tenant", default="default", help="keep the experiment under this tenant (default: %(default)s)")
+
+    audit = command("audit", help="what each compaction forgot: the artifacts (paths, commands, URLs, ids, numbers, "
+                                  "dates, versions, errors, decisions) of the span it replaced that the next request "
+                                  "no longer held, and retention per kind")
+    audit.add_argument("targets", nargs="*", metavar="SESSION|PATH",
+                       help="sessions of --db to audit (default: every session with a compaction); or one transcript "
+                            "file or folder (e.g. ~/.claude/projects), imported into a throwaway in-memory store")
+    audit.add_argument("--json", metavar="OUT", help="also write the audits as JSON to this file")
 
     about = ("copy a whole store to an empty one, SQLite or PostgreSQL, and verify the copy (row counts, "
              "every row, every session's export); nothing is written unless it verifies")
@@ -191,12 +202,37 @@ def _eval(store, args):
     return 1 if failing else 0
 
 
+def _audit_paths(args):
+    """``memorylab audit PATH``: transcripts the user has, audited without touching any store."""
+    def skipped(file, reason):
+        print(f"memorylab: skipped {file}: {reason}", file=sys.stderr)
+
+    audits = audit_files(args.targets[0], progress=lambda done, total: _show_progress("files read", done, total),
+                         skipped=skipped)
+    return _write_audits(audits, args)
+
+
+def _audit(store, args):
+    return _write_audits(iter_store_audits(store, args.targets or None), args)
+
+
+def _write_audits(audits, args):
+    with _damage_reported():
+        if not args.json:
+            write_audits(audits, sys.stdout)
+            return 0
+        with open(args.json, "w", encoding="utf-8") as json_out:
+            write_audits(audits, sys.stdout, json_out)
+    print(f"wrote {args.json}", file=sys.stderr)
+    return 0
+
+
 def _show_run(done, total, run):
     outcome = f"error: {run['error']}" if run["error"] else f"score {run['score']:.2f}"
     print(f"[{done}/{total}] {run['arm']} on {run['case_name']}: {outcome}", file=sys.stderr, flush=True)
 
 
-COMMANDS = {"eval": _eval, "demo": _demo, "import": _import, "export": _export, "stats": _stats, "check": _check}
+COMMANDS = {"audit": _audit, "eval": _eval, "demo": _demo, "import": _import, "export": _export, "stats": _stats, "check": _check}
 
 
 def _show_progress(step, done, total=None):
@@ -218,7 +254,9 @@ def main(argv=None):
     try:
         if args.command == "migrate":
             return _migrate(args) or 0
-        if args.command in ("export", "stats", "check") and not is_postgres_url(args.db) \
+        if args.command == "audit" and len(args.targets) == 1 and Path(args.targets[0]).exists():
+            return _audit_paths(args)
+        if args.command in ("export", "stats", "check", "audit") and not is_postgres_url(args.db) \
                 and not Path(args.db).exists():
             raise MemoryLabError(f"no database at {args.db} (create one with: memorylab --db {args.db} demo)")
         with Store(args.db) as store:

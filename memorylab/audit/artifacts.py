@@ -1,0 +1,423 @@
+"""The artifact ledger: what an agent must not lose from a span of messages, found without a model.
+
+``extract_artifacts`` reads user and assistant text, tool calls and tool results, and lists each
+file path, shell command, URL, identifier (ticket and order keys, git SHAs, UUIDs, e-mail addresses,
+phone numbers), quantity (a number with its unit or currency), date, version, error (an exception
+line, a failing test) and decision or constraint the conversation stated. Precision comes first: a
+ledger full of noise hides what a summary really dropped. So each kind is read only where it is
+meaningful: a tool result (a file read, a log) gives only its errors, a code block in a message
+only its errors, and decisions come from the conversation's own sentences, never from tool traffic.
+
+Each artifact is listed once, at the first message that states it; ``normalized`` is the form two
+mentions share, and ``match`` is what an audit looks for in a context (``memorylab.audit.audit``).
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+
+KINDS = ("path", "command", "url", "identifier", "quantity", "date", "version", "error", "decision")
+"""Every kind of artifact, in the order reports list them."""
+
+SHELL_TOOLS = frozenset({
+    "bash", "shell", "sh", "zsh", "terminal", "run_shell_command", "run_terminal_cmd", "execute_command",
+    "exec_command", "local_shell", "shell_command", "run_command", "command", "container.exec", "exec",
+})
+"""Tool names (lower case) whose ``command`` input is a shell command line."""
+
+_PATH_KEYS = ("file_path", "path", "filepath", "filename", "notebook_path", "file")
+_URL_KEYS = ("url", "uri")
+_TRIVIAL_COMMANDS = frozenset({"ls", "pwd", "cd", "clear", "exit", "true", "whoami", "date", "history"})
+_MAX_COMMAND_CHARS = 300
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One thing the span states: its ``kind``, its ``text`` as written, a ``normalized`` form that
+    two mentions share, ``match`` (the terms a context must hold to keep it) and the message it
+    came from."""
+
+    kind: str
+    text: str
+    normalized: str
+    match: str
+    message_id: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# -- finding each kind in a text ------------------------------------------------------------------
+
+_URL = re.compile(r"https?://[^\s<>\"'`()\[\]{}|\\^]+")
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
+_UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+_EXTENSIONS = (
+    "py|pyi|pyx|ipynb|js|jsx|ts|tsx|mjs|cjs|json|jsonl|md|mdx|rst|txt|yaml|yml|toml|ini|cfg|conf|env|lock|"
+    "csv|tsv|parquet|sql|db|sqlite|sh|bash|zsh|ps1|rs|go|java|kt|scala|c|h|cc|cpp|hpp|cs|rb|php|swift|"
+    "html|htm|css|scss|vue|svelte|xml|gradle|tf|proto|log|pdf|png|jpg|jpeg|gif|svg|zip|gz|tgz|whl|gguf"
+)
+_PATH = re.compile(
+    r"""(?<![\w/.@:~$%\\-])
+    (?P<path>
+        (?:~|\.{1,2})?/(?:[\w@+-][\w.@+-]*/)+[\w@+-][\w.@+-]*/?      # /etc/app/x.conf, ./src/a, ~/x/y
+      | (?:[\w@+-][\w.@+-]*/)+(?:[\w@+-][\w.@+-]*)?                   # src/app/main.py, src/app/
+    )(?![\w/]|\.\w)""",
+    re.VERBOSE,
+)
+_FILE_NAME = re.compile(
+    rf"(?<![\w/.@:~$%\\-])(?:[\w-][\w.-]*\.(?:{_EXTENSIONS})|Dockerfile|Makefile|Procfile|Gemfile|Justfile"
+    r"|\.[a-z]+rc|\.env|\.gitignore)(?![\w/]|\.\w)"
+)
+_FILE_HINT = re.compile(rf"\.(?:{_EXTENSIONS})(?![\w/]|\.\w)|file\b|\.env|\.git|rc\b")
+_FRAMEWORK_NAMES = frozenset({"node.js", "vue.js", "next.js", "nuxt.js", "express.js", "three.js", "chart.js",
+                              "d3.js", "react.js", "ember.js", "backbone.js", "nest.js", "deno.js", "p5.js"})
+_NAMED_VERSION = re.compile(
+    r"(?<![\w.])(?:[Pp]ython|[Nn]ode(?:\.js)?|Postgre(?:SQL|s)|postgres|Java|Ruby|Go|Rust|PHP|Django|Rails|React|Ubuntu"
+    r"|Debian|macOS|iOS|Android|Chrome|Firefox|Redis|MySQL|Kubernetes|Docker|Terraform|[Vv]ersion|[Rr]elease)"
+    r"\s+v?\d+(?:\.\d+)*(?![\w]|\.\d)"
+)
+_NUMBERED_VERSION = re.compile(
+    r"""(?<![\w.])(?:
+        (?P<tagged>v\d+(?:\.\d+)+(?:-[0-9A-Za-z.]+)?)
+      | (?P<pinned>(?<=[=@~^<>])\d+(?:\.\d+)+(?:[-+.]?[0-9A-Za-z]+)*)
+      | (?P<triple>\d+\.\d+\.\d+(?:-(?:rc|alpha|beta|dev|post)\.?\d*)?)
+    )(?![\w]|\.\d)""",
+    re.VERBOSE,
+)
+_MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
+          r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
+_NUMERIC_DATE = re.compile(
+    r"(?<![\w.-])(?:(?P<iso>\d{4}-\d{2}-\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    r"|(?P<dotted>\d{1,2}\.\d{1,2}\.\d{4}))(?![\w])"
+)
+_WRITTEN_DATE = re.compile(
+    rf"""(?<![\w.-])(?:
+        (?P<day_first>\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\.?,?(?:\s+\d{{4}})?)
+      | (?P<month_first>{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?)
+      | (?P<month_year>{_MONTH}\s+\d{{4}})
+    )(?![\w])""",
+    re.VERBOSE,
+)
+_MONTH_HINTS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_TICKET = re.compile(r"(?<![\w-])(?P<key>[A-Z][A-Z0-9]{0,9}-\d{2,})(?![\w-])|(?<![\w&#])#(?P<number>\d{2,6})\b")
+_NOT_TICKETS = frozenset({"SHA", "ISO", "UTF", "AES", "RSA", "MD", "COVID", "GPT", "HTTP", "TLS", "SSL", "PEP", "ES",
+                          "X", "RFC", "IEC", "CP", "WINDOWS", "LATIN", "ASCII", "FIPS", "ECMA", "IPV", "H", "E"})
+_SHA = re.compile(r"(?<![\w-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}(?![\w-])")
+_PHONE = re.compile(
+    r"(?<![\w+])(?:\+\d{1,3}(?:[ .-]\(?\d{1,4}\)?){1,2}(?:[ .-]\d{2,4}){1,3}|\(\d{3}\)\s?\d{3}[-.]\d{4}"
+    r"|\d{3}[-.]\d{3}[-.]\d{4})(?![\w-])"
+)
+_UNITS = (
+    r"%|percent|ms|milliseconds?|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|months?|years?|"
+    r"[KMGTP]i?B|bytes?|tokens?|req/s|rps|qps|requests?|rows?|records?|items?|users?|messages?|files?|lines?|"
+    r"px|MHz|GHz|kg|km|cm|mm|miles?|nights?|people|guests?|seats?|orders?|retries|attempts?|times|"
+    r"USD|EUR|GBP|JPY|CHF|dollars?|euros?|pounds?|cores?|workers?|threads?|replicas?|x"
+)
+_QUANTITY = re.compile(
+    rf"""(?<![\w.,/-])(?:
+        [$€£¥]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|K|M|bn|million|billion|thousand)\b)?
+      | \d[\d,]*(?:\.\d+)?(?:\s?(?:k|million|billion|thousand))?(?:\s|-)?(?:{_UNITS})(?![\w])
+    )""",
+    re.VERBOSE,
+)
+_EXCEPTION_LINE = re.compile(
+    r"^\s*(?:[\w.]+\.)?(?P<name>[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault|Failure))(?::\s*(?P<message>\S.*))?$"
+    r"|^\s*(?P<generic>(?:error(?:\[\w+\])?|fatal|panic|npm ERR!|ERROR|FATAL)):?\s+(?P<detail>\S.{3,})$",
+    re.MULTILINE,
+)
+_FAILED_TEST = re.compile(r"^\s*(?:FAILED\s+(?P<first>\S+::\S+)|(?P<last>\S+::\S+)\s+FAILED|--- FAIL: (?P<go>\w+))",
+                          re.MULTILINE)
+_ERROR_HINTS = ("Error", "Exception", "Exit", "Interrupt", "Fault", "Failure", "error", "fatal", "panic", "ERR",
+                "FATAL", "FAIL")
+_FENCE = re.compile(r"^```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+_SHELL_LANGUAGES = frozenset({"sh", "bash", "shell", "console", "zsh", "terminal", "shell-session", "ps", "powershell"})
+_INLINE_CODE = re.compile(r"`([^`\n]+)`")
+_DECISION = re.compile(
+    r"\b(?:(?:we|i)(?:'ll| will| are going to|'re going to| should| decided to)|let's|let us|going forward,?)"
+    r"\s+(?:use|go with|switch to|stick with|adopt|migrate to|move to|target|ship|drop|standardi[sz]e on)\b"
+    r"|\b(?:decided|decision is|agreed|settled on|opted for|going with)\b",
+    re.IGNORECASE,
+)
+_CONSTRAINT = re.compile(
+    r"\b(?:never|always|don't|do not|must(?:n't| not)?|no new|no more than|at most|at least|under no circumstances|"
+    r"not allowed|only use|make sure|from now on|keep it under|stay under|limit(?:ed)? to)\b",
+    re.IGNORECASE,
+)
+_DECISION_HINTS = ("we'll", "we will", "i'll", "i will", "going", "we should", "i should", "decided", "let's",
+                   "let us", "decision", "agreed", "settled", "opted")
+_CONSTRAINT_HINTS = ("never", "always", "don't", "do not", "must", "no new", "no more", "at most", "at least",
+                     "under no", "not allowed", "only use", "make sure", "from now on", "under", "limit")
+_MATCH_NOISE = re.compile(
+    r"\b(?:we|i|we'll|i'll|let's|let|us|will|shall|should|going|to|decided|decision|is|agreed|settled|on|opted|for|"
+    r"please|ok|okay|so|then|the|a|an|and|just)\b",
+    re.IGNORECASE,
+)
+
+
+def _normalized_path(text):
+    return text[2:] if text.startswith("./") else text.rstrip("/") or text
+
+
+def _is_path(text):
+    if text.lower() in _FRAMEWORK_NAMES or "//" in text:
+        return False
+    segments = [s for s in text.strip("/").split("/") if s not in ("", ".", "..", "~")]
+    if not segments or all(s.isdigit() for s in segments):
+        return False
+    if "/" not in text:
+        return True  # a bare file name with a known extension, or a well-known file
+    last = segments[-1]
+    has_extension = bool(re.search(r"[^.]\.[A-Za-z][\w]{0,7}$", last))
+    if text.startswith(("/", "./", "../", "~/")):
+        return has_extension or len(segments) >= 2
+    return has_extension or text.endswith("/") and len(segments) >= 1 and len(text) > 4 or len(segments) >= 3
+
+
+def _clean_url(url):
+    url = url.rstrip(".,;:!?'\"*_")
+    scheme, _, rest = url.partition("://")
+    host, slash, tail = rest.partition("/")
+    normalized = f"{scheme.lower()}://{host.lower()}{slash}{tail}".rstrip("/")
+    return url, normalized
+
+
+def _date_form(match):
+    groups = match.groupdict()
+    if groups.get("iso"):
+        return match["iso"]
+    if groups.get("dotted"):
+        day, month, year = match["dotted"].split(".")
+        return f"{year}-{int(month):02}-{int(day):02}"
+    return " ".join(match.group(0).replace(",", " ").split()).lower()
+
+
+def _named_version(match):
+    name, number = match.group(0).rsplit(None, 1)
+    name = "" if name.lower() in ("version", "release") else name.lower() + " "
+    return match.group(0), name + number.lstrip("v")
+
+
+_DIGIT = re.compile(r"\d")
+_DASHED_NUMBER = re.compile(r"\d[-.]\d")
+_DOTTED_NUMBER = re.compile(r"\d\.\d")
+_VERSION_NAMES = ("ython ", "ode ", "ode.js ", "ostgre", "Java ", "Ruby ", "Go ", "Rust ", "PHP ", "Django ", "Rails ",
+                  "React ", "Ubuntu ", "Debian ", "macOS ", "iOS ", "Android ", "Chrome ", "Firefox ", "Redis ",
+                  "MySQL ", "Kubernetes ", "Docker ", "Terraform ", "ersion ", "elease ")
+_TICKET_HINT = re.compile(r"[A-Z0-9]-\d\d|#\d\d")
+_HEX_RUN = re.compile(r"[0-9a-f]{7}")
+_PHONE_HINT = re.compile(r"\+\d|\(\d{3}\)|\d{3}[-.]\d{3}[-.]\d")
+
+
+def _ticket(match):
+    key = match["key"]
+    if key and key.split("-")[0] in _NOT_TICKETS:
+        return None
+    return "identifier", match.group(0), match.group(0).upper()
+
+
+def _path(match):
+    path = match.group(0).rstrip(".")
+    return ("path", path, _normalized_path(path)) if _is_path(path) else None
+
+
+_PROSE_KINDS = (
+    # (hint, pattern, found): the pattern is tried only on a text for which hint(text) holds, a cheap
+    # test that spares most texts most patterns.
+    (lambda t: "://" in t, _URL, lambda m: ("url", *_clean_url(m.group(0)))),
+    (lambda t: "@" in t, _EMAIL, lambda m: ("identifier", m.group(0), m.group(0).lower())),
+    (lambda t: t.count("-") >= 4, _UUID, lambda m: ("identifier", m.group(0), m.group(0).lower())),
+    (lambda t: "/" in t, _PATH, _path),
+    (_FILE_HINT.search, _FILE_NAME, _path),
+    (_DASHED_NUMBER.search, _NUMERIC_DATE, lambda m: ("date", m.group(0), _date_form(m))),
+    (lambda t: any(month in t for month in _MONTH_HINTS), _WRITTEN_DATE, lambda m: ("date", m.group(0), _date_form(m))),
+    (lambda t: any(name in t for name in _VERSION_NAMES), _NAMED_VERSION, lambda m: ("version", *_named_version(m))),
+    (_DOTTED_NUMBER.search, _NUMBERED_VERSION, lambda m: ("version", m.group(0), m.group(0).lstrip("v"))),
+    (_TICKET_HINT.search, _TICKET, _ticket),
+    (_HEX_RUN.search, _SHA, lambda m: ("identifier", m.group(0), m.group(0))),
+    (_PHONE_HINT.search, _PHONE, lambda m: ("identifier", m.group(0), re.sub(r"[^\d+]", "", m.group(0)))),
+    (_DIGIT.search, _QUANTITY, lambda m: ("quantity", m.group(0), " ".join(m.group(0).replace(",", "").split()).lower())),
+)
+
+
+class _Finder:
+    """The artifacts of one message, each span of its text claimed by the first kind that finds it."""
+
+    def __init__(self, message_id):
+        self.message_id = message_id
+        self.found: list[Artifact] = []
+
+    def add(self, kind, text, normalized=None, match=None):
+        text = text.strip()
+        if text:
+            self.found.append(Artifact(kind, text, normalized or text, match or text, self.message_id))
+
+    def prose(self, text):
+        """Everything a message's own words can state, outside its code blocks: each kind in turn,
+        a span of the text going to the first kind that claims it (a URL's path is not a path)."""
+        claimed = bytearray(len(text))
+        for hint, pattern, found in _PROSE_KINDS:
+            if not hint(text):
+                continue
+            for match in pattern.finditer(text):
+                start, end = match.span()
+                if any(claimed[start:end]):
+                    continue
+                artifact = found(match)
+                if artifact:
+                    claimed[start:end] = b"\1" * (end - start)
+                    self.add(*artifact)
+
+    def statements(self, text, constraints):
+        """Decisions (anyone's) and constraints (the user's: an assistant's "never" is mostly an
+        explanation): sentences, not questions, that choose or forbid something."""
+        lower = text.lower()
+        triggers = []
+        if any(hint in lower for hint in _DECISION_HINTS):
+            triggers += [m.start() for m in _DECISION.finditer(text)]
+        if constraints and any(hint in lower for hint in _CONSTRAINT_HINTS):
+            triggers += [m.start() for m in _CONSTRAINT.finditer(text)]
+        done = -1
+        for at in sorted(triggers):
+            if at < done:
+                continue
+            begin = max(text.rfind(stop, 0, at) for stop in ".!?\n") + 1
+            ends = [i for i in (text.find(stop, at) for stop in ".!?\n") if i >= 0]
+            done = min(ends) + 1 if ends else len(text)
+            sentence = text[begin:done].replace("**", "").replace("__", "").strip(" \t-*>#")
+            if sentence.endswith("?") or text[done:done + 1] == "?" or not 3 <= len(sentence.split()) <= 40:
+                continue
+            core = " ".join(_MATCH_NOISE.sub(" ", sentence.rstrip(".!")).split())
+            self.add("decision", sentence, " ".join(sentence.lower().rstrip(".!").split()), core or sentence)
+
+    def errors(self, text):
+        if not any(hint in text for hint in _ERROR_HINTS):
+            return
+        for match in _EXCEPTION_LINE.finditer(text):
+            if match["name"]:
+                name, message = match["name"], (match["message"] or "").strip()
+                line = f"{name}: {message}" if message else name
+                generic = name in ("Error", "Exception")
+                self.add("error", line[:200], " ".join(line.split())[:200], message[:120] if generic else name)
+            else:
+                detail = match["detail"].strip()
+                self.add("error", f"{match['generic']}: {detail}"[:200], " ".join(detail.split())[:200].lower(),
+                         detail[:120])
+        for match in _FAILED_TEST.finditer(text):
+            test = match["first"] or match["last"] or match["go"]
+            self.add("error", f"FAILED {test}", test, test.rsplit("::", 1)[-1])
+
+    def command(self, line):
+        line = " ".join(line.strip().split())
+        for prefix in ("$ ", "> ", "# "):
+            if line.startswith(prefix):
+                line = line[len(prefix):]
+        while re.match(r"cd \S+ (?:&&|;) ", line):
+            line = line.split(None, 3)[3]
+        if not line or line.split()[0] in _TRIVIAL_COMMANDS or len(line) > _MAX_COMMAND_CHARS:
+            return
+        self.add("command", line, line)
+
+    def message_text(self, text, role):
+        """A text part: its code blocks give shell commands and errors, the rest all the prose kinds."""
+        prose, cursor = [], 0
+        for block in _FENCE.finditer(text):
+            prose.append(text[cursor:block.start()])
+            cursor = block.end()
+            body, language = block["body"], block["lang"].lower()
+            if language in _SHELL_LANGUAGES:
+                for line in body.splitlines():
+                    if line.startswith("$ ") or language in ("sh", "bash", "zsh", "shell") \
+                            and line.strip() and not line.lstrip().startswith("#"):
+                        self.command(line)
+            self.errors(body)
+        prose.append(text[cursor:])
+        outside = "\n".join(prose)
+        self.errors(outside)
+        for inline in _INLINE_CODE.findall(outside):
+            if inline.startswith("$ "):
+                self.command(inline)
+        self.prose(outside)
+        self.statements(_INLINE_CODE.sub(lambda m: m.group(1), outside), constraints=role == "user")
+
+    def tool_call(self, part):
+        name = str(part.get("toolName") or part.get("type", "")[5:]).lower()
+        arguments = part.get("input")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                arguments = {"command": arguments} if name in SHELL_TOOLS else {}
+        if not isinstance(arguments, dict):
+            return
+        command = arguments.get("command") or arguments.get("cmd")
+        if command and (name in SHELL_TOOLS or "shell" in name or "bash" in name or "exec" in name):
+            if isinstance(command, list):
+                command = " ".join(map(str, command[2:] if command[:2] in (["bash", "-lc"], ["bash", "-c"],
+                                                                           ["sh", "-c"]) else command))
+            if isinstance(command, str):
+                self.command(command.splitlines()[0] if command.strip() else "")
+        for key in _PATH_KEYS:
+            value = arguments.get(key)
+            if isinstance(value, str) and len(value) < 300 and _PATH.fullmatch(value) and _is_path(value):
+                self.add("path", value, _normalized_path(value))
+        for key in _URL_KEYS:
+            value = arguments.get(key)
+            if isinstance(value, str) and _URL.fullmatch(value.strip()):
+                self.add("url", *_clean_url(value.strip()))
+
+    def tool_result(self, part):
+        output = part.get("output")
+        if output is None:
+            return
+        text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+        self.errors(text[:200_000])
+
+
+def message_artifacts(message) -> list[Artifact]:
+    """Every artifact one message states, in the order found (repeats included)."""
+    finder = _Finder(message.get("id", ""))
+    role = message.get("role")
+    if role not in ("user", "assistant", "tool"):
+        return []
+    for part in message.get("parts") or ():
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type", "")
+        if kind == "text" and role != "tool" and isinstance(part.get("text"), str):
+            finder.message_text(part["text"], role)
+        elif kind.startswith("tool-") or kind == "dynamic-tool":
+            if part.get("input") is not None and role == "assistant":
+                finder.tool_call(part)
+            if part.get("output") is not None:
+                finder.tool_result(part)
+    return finder.found
+
+
+def extract_artifacts(messages: Iterable) -> list[Artifact]:
+    """The ledger of ``messages``: each artifact once (by kind and normalized form), at the first
+    message that states it, in the order the span states them."""
+    seen, ledger = set(), []
+    for message in messages:
+        for artifact in message_artifacts(message):
+            key = (artifact.kind, artifact.normalized.lower())
+            if key not in seen:
+                seen.add(key)
+                ledger.append(artifact)
+    return ledger
+
+
+def iter_text(message) -> Iterator[str]:
+    """What a message puts in front of a model, as texts: its text parts, each tool call's input
+    and each tool result (an audit looks for artifacts in all of them)."""
+    for part in message.get("parts") or ():
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text" and isinstance(part.get("text"), str):
+            yield part["text"]
+        for key in ("input", "output"):
+            value = part.get(key)
+            if value is not None and part.get("type", "").startswith(("tool-", "dynamic-tool")):
+                yield value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
