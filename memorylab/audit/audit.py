@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from ..errors import NotFoundError
 from ..experiments.facts import ContextText, fact_terms, match_fact
 from ..history.overlays import SUMMARY_ID_PREFIX, apply_overlays
+from ..messages import utc_now_iso
 from .artifacts import KINDS, Artifact, extract_artifacts, iter_text
 
 WHERE = ("summary", "pin", "tail", "head")
@@ -168,6 +169,16 @@ def audit_compaction(session, overlay_id) -> CompactionAudit:
     if overlay is None:
         raise NotFoundError(f"session {session.session_id!r} has no overlay {overlay_id!r}")
     return branch.audit(overlay)
+
+
+def audit_proposal(session, summary, from_id, to_id) -> CompactionAudit:
+    """What a summary would keep and lose if it were written now over ``from_id .. to_id``: the
+    audit of an overlay not yet stored (the Compaction lab shows it before a summary is accepted)."""
+    branch = _Branch(session)
+    proposed = {"id": max((o["id"] for o in branch.overlays), default=0) + 1, "from_id": from_id, "to_id": to_id,
+                "summary": summary, "created_at": utc_now_iso(), "metadata": {}}
+    branch.overlays.append(proposed)
+    return branch.audit(proposed)
 
 
 def audit_session(session) -> list[CompactionAudit]:

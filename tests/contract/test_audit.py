@@ -5,7 +5,7 @@ import json
 import pytest
 
 from memorylab import NotFoundError, Session
-from memorylab.audit import audit_compaction, audit_session, iter_store_audits, retention_totals
+from memorylab.audit import audit_compaction, audit_proposal, audit_session, iter_store_audits, retention_totals
 
 from tests.helpers import text_message
 
@@ -116,3 +116,11 @@ def test_store_audits_cover_every_session_with_overlays(store):
     planted_session(store, "b")
     audits = list(iter_store_audits(store))
     assert [(a.session_id, a.overlay_id) for a in audits] == [("a", 1)]
+
+
+def test_a_proposed_summary_is_audited_before_it_is_written(store):
+    session = planted_session(store)
+    proposal = audit_proposal(session, "Deploy fails; ticket PAY-2291; due 2026-11-15.", "m0", "m3")
+    assert ("identifier", "PAY-2291") not in lost(proposal) and ("date", "2026-11-15") not in lost(proposal)
+    assert ("path", "deploy/prod/settings.toml") in lost(proposal)
+    assert session.get_compactions() == []  # nothing written
