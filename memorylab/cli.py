@@ -75,14 +75,22 @@ def build_parser():
                             "deleted: a message's children move up to its parent), then check")
 
     evaluate = command("eval", help="run an experiment spec (arms x cases, scored by probes), print its leaderboard, "
-                                    "and exit 1 when an arm scores under its threshold")
+                                    "and exit 1 when an arm scores under its threshold, 2 when the spec, the "
+                                    "options or the store keep it from running")
     evaluate.add_argument("spec", metavar="SPEC.yaml", help="the experiment spec")
     evaluate.add_argument("--json", metavar="OUT", help="also write the results as JSON to this file")
     evaluate.add_argument("--min-score", type=float, metavar="S",
                           help="fail any arm whose mean probe score (0 to 1) is under S, whatever the spec says")
     evaluate.add_argument("--with-samples", action="store_true",
                           help="load the sample conversations into the store first (those present are kept)")
-    evaluate.add_argument("--tenant", default="default", help="keep the experiment under this tenant (default: %(default)s)")
+    evaluate.add_argument("--tenant", default="default", help="keep the experiment under this tenant (default: "
+                                                              "%(default)s); its cases read this tenant's sessions")
+    evaluate.add_argument("--case-tenant", action="append", default=[], metavar="TENANT",
+                          help="let the spec's cases read this other tenant's sessions too (repeatable)")
+    evaluate.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                          help="let the spec's api_base send model calls, with the environment's provider key, to "
+                               "HOST or HOST:PORT (repeatable; also $MEMORYLAB_ALLOWED_API_HOSTS, comma-separated); "
+                               "no other host is allowed")
 
     audit = command("audit", help="what each compaction forgot: the artifacts (paths, commands, URLs, ids, numbers, "
                                   "dates, versions, errors, decisions) of the span it replaced that the next request "
@@ -177,7 +185,8 @@ def _eval(store, args):
 
     if args.min_score is not None and not 0 <= args.min_score <= 1:
         raise MemoryLabError(f"--min-score must be from 0 to 1, got {args.min_score}")
-    experiments = Experiments(store, tenant_id=args.tenant)
+    experiments = Experiments(store, tenant_id=args.tenant, allowed_hosts=args.allow_host,
+                              case_tenants=args.case_tenant)
     try:
         spec = experiments.spec(args.spec)
         if args.with_samples:
@@ -267,4 +276,4 @@ def main(argv=None):
         # A server's error may add DETAIL and HINT lines.
         message = " ".join(line.strip() for line in str(error).splitlines())
         print(f"memorylab: error: {message}", file=sys.stderr)
-        return 1
+        return 2 if args.command == "eval" else 1  # eval's 1 means an arm scored under its threshold

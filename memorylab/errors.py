@@ -10,6 +10,11 @@ class InvalidInputError(MemoryLabError, ValueError):
     """An argument is malformed: an id with control characters, a bad limit, a bad range."""
 
 
+class ApiHostNotAllowedError(InvalidInputError):
+    """An experiment's model call names an ``api_base`` whose host the user did not allow (``--allow-host``,
+    ``allowed_hosts=`` or MEMORYLAB_ALLOWED_API_HOSTS); nothing was sent."""
+
+
 class InvalidMessageError(InvalidInputError):
     """A message dict has the wrong shape (role, parts, ids, timestamps)."""
 

@@ -12,6 +12,7 @@ from typing import Any
 from .context.blocks import check_label
 from .errors import ImportFormatError, MemoryLabError
 from .messages import normalized_and_measured, to_utc_iso
+from .history.pins import pin_note_problem
 from .history.session import Session
 from .tokens import estimate_message_tokens
 from .history.truncation import enforce_row_size_limit
@@ -261,7 +262,8 @@ def _validate_pins(raw_pins, parents):
         _require(raw["message_id"] not in seen, f"{where}: {raw['message_id']!r} is pinned twice")
         seen.add(raw["message_id"])
         note = raw.get("note") or ""
-        _require(isinstance(note, str), f"{where}: 'note' must be a string")
+        problem = pin_note_problem(note)
+        _require(problem is None, f"{where}: {problem}")
         pinned_at = raw.get("pinned_at")
         _require(pinned_at is None or _is_timestamp(pinned_at), f"{where}: 'pinned_at' must be an ISO-8601 timestamp")
         pins.append({"message_id": raw["message_id"], "note": note, "pinned_at": pinned_at or "1970-01-01T00:00:00Z"})

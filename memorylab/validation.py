@@ -5,6 +5,7 @@ what it must be and what it got. All functions here are pure.
 """
 import math
 import re
+import string
 
 from .errors import InvalidInputError
 
@@ -67,3 +68,27 @@ def check_identifier(value, what, error=InvalidInputError):
     if not value.isascii() and any("\ud800" <= c <= "\udfff" for c in value):
         raise error(f"{what} {value!r} contains an unpaired surrogate and cannot be stored as UTF-8")
     return value
+
+
+def check_template_fields(template, known, what) -> set:
+    """The placeholder names of the str.format ``template``, each one of ``known`` and plain: a
+    conversion (``{x!r}``), a format spec (``{x:>1500000000}``), an attribute or an index could fail
+    or build a huge text once the template is filled, long after it was accepted."""
+    try:
+        parsed = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(template)
+                  if name is not None]
+    except ValueError as error:
+        raise InvalidInputError(f"{what} is not a valid format string: {error} "
+                                "(literal braces are written {{ and }})") from None
+    allowed = ", ".join("{" + name + "}" for name in known)
+    fancy = ["{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+             for name, spec, conversion in parsed if spec or conversion]
+    if fancy:
+        raise InvalidInputError(f"{what} may hold only plain placeholders ({allowed}), not {', '.join(fancy)}: "
+                                "conversions and format specs are refused")
+    unknown = sorted({name for name, _, _ in parsed}.difference(known))
+    if unknown:
+        raise InvalidInputError(f"{what} uses unknown placeholders {', '.join('{' + n + '}' for n in unknown)}: "
+                                f"it may hold no placeholder other than {allowed} "
+                                "(literal braces are written {{ and }})")
+    return {name for name, _, _ in parsed}

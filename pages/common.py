@@ -19,6 +19,7 @@ from memorylab import DamagedRowError, MemoryLabError, NotFoundError, Session, S
 from memorylab.errors import DamagedRowWarning
 from memorylab.store.compare_and_set import StaleWriteError
 from memorylab.lab.samples import with_sample_context
+from memorylab.llm.api_hosts import api_base_host
 from memorylab.shapes import SessionRows
 from memorylab.store import is_postgres_url
 
@@ -199,6 +200,13 @@ def _model_picker():
 def completion_settings():
     """Extra ``litellm.completion`` arguments for chat and summaries, as set in the sidebar."""
     return dict(st.session_state.get("completion_kwargs") or {})
+
+
+def sidebar_api_hosts():
+    """The host of the sidebar's ``api_base``: the lab's user named it, so experiments may call it too
+    (besides those in MEMORYLAB_ALLOWED_API_HOSTS)."""
+    host = api_base_host(completion_settings().get("api_base"))
+    return [host] if host else []
 
 
 def session_gone(ref, rows):

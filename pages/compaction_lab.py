@@ -9,7 +9,7 @@ from memorylab.lab.frames import to_dataframe
 from memorylab.lab.samples import sample_facts
 from memorylab.lab.viz import compaction_figure
 from pages.common import (active_leaf, branch_history, branch_key, changed_since_loaded, completion_settings, link_to,
-                          session_page)
+                          session_page, sidebar_api_hosts)
 
 # Plan setting -> the suffix of its widget keys, main_tail, A_head…: the Experiments page's "Use this arm"
 # writes the main_ ones, main_template and main_model.
@@ -255,7 +255,7 @@ with ab_tab:
         spec = quick_ab_spec(session, leaf_id, arms, facts)
         progress = st.progress(0.0, text="Running A and B…")
         try:
-            results = Experiments(store, tenant_id=session.tenant_id).run(
+            results = Experiments(store, tenant_id=session.tenant_id, allowed_hosts=sidebar_api_hosts()).run(
                 spec, progress=lambda done, total, run: progress.progress(done / total, text=f"{run['arm']} done"))
         except MemoryLabError as failure:
             st.error(str(failure))

@@ -14,7 +14,7 @@ from memorylab.experiments import Experiments, parse_spec_yaml
 from memorylab.lab.samples import SAMPLE_DIR
 from memorylab.store.compare_and_set import MISSING, StaleWriteError
 
-from pages.common import changed_since_loaded, escape_markdown, job_progress, setup_page
+from pages.common import changed_since_loaded, escape_markdown, job_progress, setup_page, sidebar_api_hosts
 from pages.experiment_editor import edit_arms, edit_cases
 from pages.experiment_results import results_panel
 
@@ -40,7 +40,9 @@ def pick_experiment(listing):
 
 def set_draft(origin, spec, version=None):
     """Start editing ``spec`` (a plain dict): every editor starts afresh from it. ``version``: that of
-    the saved experiment it was read from, which its save must still find (None: no saved one)."""
+    the saved experiment it was read from, which its save must still find (None: no saved one). A case
+    without a tenant is in the page's tenant, and is shown there."""
+    spec = spec | {"cases": [{"tenant": tenant} | case for case in spec.get("cases") or ()]}
     draft = st.session_state["exp_draft"] = {"origin": origin, "spec": spec, "base": {}, "keys": {}, "problems": [],
                                              "version": version}
     return draft
@@ -252,7 +254,7 @@ def yaml_tab(spec, spec_dict):
 
 store, session = setup_page("Experiments")
 tenant = (st.session_state.get("session_ref") or ("default",))[0]
-experiments = Experiments(store, tenant_id=tenant)
+experiments = Experiments(store, tenant_id=tenant, allowed_hosts=sidebar_api_hosts())
 st.title("Experiments")
 st.caption(f"Arms (ways of fitting a history into a prompt) run on cases (session branches with probes: questions a "
            f"user could ask later). Each run keeps what the arm's context still holds, its tokens and cost; every "

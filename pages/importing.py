@@ -1,4 +1,5 @@
 """The Sessions page's import panel: upload another system's memory, preview it, import it."""
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -27,50 +28,86 @@ def import_panel(store, *, expanded):
         upload = st.file_uploader("File to import", key="import_file", max_upload_size=MAX_UPLOAD_MB)
         if upload is None:
             return
-        path = _saved_upload(upload)
+        on_disk = UploadOnDisk(upload)
         try:
-            source_format = detect_format(path)
-        except ImportFormatError as error:
-            st.error(_named(error, path, upload.name))
-            return
-        agent_id = st.text_input("File the sessions under agent", value=source_format.agent_id, key="import_agent",
-                                 help="Sessions keep their ids from the source; the agent groups them in the lab.")
-        try:
-            preview = _preview(store, path, upload.name, source_format.name, agent_id)
-        except MemoryLabError as error:
-            st.error(_named(error, path, upload.name))
-            return
-        overlays = f", {preview.overlays_added:,} new compaction overlay(s)" if preview.overlays_added else ""
-        st.markdown(f"**{source_format.label}**: {len(preview.sessions)} session(s), {preview.messages_found:,} "
-                    f"messages, {preview.messages_added:,} of them new{overlays}.")
-        st.dataframe(_preview_rows(preview), hide_index=True, width="stretch")
-        if not preview.messages_added and not preview.overlays_added:
-            st.info("Everything in this file is in the store already.")
-            return
-        if st.button(f"Import {preview.messages_added:,} messages", type="primary", key="import_run"):
-            _run_import(store, path, upload.name, source_format.name, agent_id, preview.messages_found)
+            _offer_import(store, upload, on_disk)
+        finally:
+            on_disk.remove()
 
 
-def _saved_upload(upload):
-    """The upload as a file the importers can open (SQLite sources need a real file), written once."""
-    saved = st.session_state.get("import_saved")
-    if saved and saved[0] == upload.file_id and Path(saved[1]).exists():
-        return saved[1]
-    directory = Path(tempfile.mkdtemp(prefix="memorylab-import-"))
-    path = directory / Path(upload.name).name
-    path.write_bytes(upload.getbuffer())
-    st.session_state["import_saved"] = (upload.file_id, str(path))
-    return str(path)
+def _offer_import(store, upload, on_disk):
+    """The upload's format, its preview and the import button; the file is read only when it has to be."""
+    try:
+        source_format = _detected_format(upload, on_disk)
+    except ImportFormatError as error:
+        st.error(on_disk.named(error))
+        return
+    agent_id = st.text_input("File the sessions under agent", value=source_format.agent_id, key="import_agent",
+                             help="Sessions keep their ids from the source; the agent groups them in the lab.")
+    try:
+        preview = _preview(store, upload, on_disk, source_format.name, agent_id)
+    except MemoryLabError as error:
+        st.error(on_disk.named(error))
+        return
+    overlays = f", {preview.overlays_added:,} new compaction overlay(s)" if preview.overlays_added else ""
+    st.markdown(f"**{source_format.label}**: {len(preview.sessions)} session(s), {preview.messages_found:,} "
+                f"messages, {preview.messages_added:,} of them new{overlays}.")
+    st.dataframe(_preview_rows(preview), hide_index=True, width="stretch")
+    if not preview.messages_added and not preview.overlays_added:
+        st.info("Everything in this file is in the store already.")
+        return
+    if st.button(f"Import {preview.messages_added:,} messages", type="primary", key="import_run"):
+        _run_import(store, upload, on_disk, source_format.name, agent_id, preview.messages_found)
 
 
-def _preview(store, path, name, format_name, agent_id):
+class UploadOnDisk:
+    """The upload as a file the importers can open (SQLite sources need a real file): written on first use,
+    deleted by ``remove()``, so nothing of an upload outlives the script run that read it, whatever happened."""
+
+    def __init__(self, upload):
+        self.upload = upload
+        self._directory = None
+
+    @property
+    def path(self) -> str:
+        if self._directory is None:
+            self._directory = Path(tempfile.mkdtemp(prefix="memorylab-import-"))
+            (self._directory / self._name()).write_bytes(self.upload.getbuffer())
+        return str(self._directory / self._name())
+
+    def _name(self):
+        return Path(self.upload.name).name
+
+    def named(self, error) -> str:
+        """The error with the temporary path replaced by the name the user knows."""
+        text = str(error)
+        return text.replace(str(self._directory / self._name()), self.upload.name) if self._directory else text
+
+    def remove(self):
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+            self._directory = None
+
+
+def _detected_format(upload, on_disk):
+    """The upload's format, told once per upload."""
+    cached = st.session_state.get("import_format")
+    if cached and cached[0] == upload.file_id:
+        return cached[1]
+    source_format = detect_format(on_disk.path)
+    st.session_state["import_format"] = (upload.file_id, source_format)
+    return source_format
+
+
+def _preview(store, upload, on_disk, format_name, agent_id):
     """A dry run, kept until the file, the agent or the store's contents change."""
-    key = (path, agent_id, store.sessions.count())
+    key = (upload.file_id, agent_id, store.sessions.count())
     cached = st.session_state.get("import_preview")
     if cached and cached[0] == key:
         return cached[1]
     with st.spinner("Reading the file…"):
-        report = import_source(store, path, format=format_name, agent_id=agent_id or None, dry_run=True, name=name)
+        report = import_source(store, on_disk.path, format=format_name, agent_id=agent_id or None, dry_run=True,
+                               name=upload.name)
     st.session_state["import_preview"] = (key, report)
     return report
 
@@ -83,18 +120,18 @@ def _preview_rows(report):
     ]
 
 
-def _run_import(store, path, name, format_name, agent_id, total):
+def _run_import(store, upload, on_disk, format_name, agent_id, total):
     bar = st.progress(0.0, text="Importing…")
 
     def advance(done):
         bar.progress(min(done / max(total, 1), 1.0), text=f"Importing… {done:,} of {total:,} messages read")
 
     try:
-        report = import_source(store, path, format=format_name, agent_id=agent_id or None, progress=advance,
-                               name=name)
+        report = import_source(store, on_disk.path, format=format_name, agent_id=agent_id or None,
+                               progress=advance, name=upload.name)
     except MemoryLabError as error:
         bar.empty()
-        st.error(f"{_named(error, path, name)} Nothing was imported.")
+        st.error(f"{on_disk.named(error)} Nothing was imported.")
         return
     st.session_state.pop("import_preview", None)
     st.session_state["import_done"] = str(report)
@@ -103,7 +140,3 @@ def _run_import(store, path, name, format_name, agent_id, total):
         select_session(("default", first.agent_id, first.session_id))
     st.rerun()
 
-
-def _named(error, path, name):
-    """The error with the upload's temporary path replaced by the name the user knows."""
-    return str(error).replace(str(path), name)

@@ -3,6 +3,7 @@ import streamlit as st
 
 from memorylab import DamagedRowError
 from memorylab.history.overlays import is_summary_message
+from memorylab.history.pins import MAX_PIN_NOTE_CHARS
 from memorylab.lab.frames import to_dataframe
 from memorylab.lab.treeview import SessionTree, preview
 from memorylab.lab.viz import VIEW_COLUMNS, tree_layout_figure
@@ -80,7 +81,8 @@ def pin_manager(session, tree, selected_id):
                     st.rerun()
             else:
                 note = text.text_input(f"Pin the selected message `{selected_id}` ({selected['role']}): why?",
-                                       key="tree_pin_note", placeholder="e.g. the budget the user set")
+                                       key="tree_pin_note", placeholder="e.g. the budget the user set",
+                                       max_chars=MAX_PIN_NOTE_CHARS)
                 if button.button("Pin it", key="tree_pin_selected", type="primary"):
                     session.pin(selected_id, note=note)
                     st.rerun()

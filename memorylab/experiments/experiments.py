@@ -1,10 +1,12 @@
 """``Experiments``: a tenant's experiments in a store, saved, run and read back."""
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
-from ..errors import NotFoundError
+from ..errors import ApiHostNotAllowedError, InvalidInputError, NotFoundError
 from ..history.session import Session
+from ..llm.api_hosts import allowed_api_hosts, api_host_refusal
 from ..messages import utc_now_iso
 from ..shapes import Messages
 from ..store.compare_and_set import MISSING, StaleWriteError, check_expected
@@ -48,6 +50,12 @@ def _spec(definition) -> ExperimentSpec:
     return parse_spec({k: v for k, v in data.items() if v is not None}, source=f"stored experiment {definition['name']!r}")
 
 
+def _refuse(spec, problems, error):
+    if problems:
+        lines = "\n".join(f"  - {problem}" for problem in problems)
+        raise error(f"experiment {spec.name!r} cannot run; nothing was run or saved:\n{lines}")
+
+
 def _gone(message_id):
     return {"id": message_id, "role": "system", "parent_id": None, "created_at": "", "metadata": {}, "tokens": 0,
             "parts": [{"type": "text", "text": f"(message {message_id} is no longer stored in its session)"}]}
@@ -59,11 +67,17 @@ class Experiments:
     A spec is a path to a YAML file, a dict as YAML would give it, or an ``ExperimentSpec``. Running
     saves it under its name (replacing the arms, cases and probes saved before, never the runs) and
     adds a trial; ``results(name)`` reads the newest trial back, ``results(name, trial=1)`` an older one.
+
+    A spec is data its author may not be trusted with: its cases read this tenant's sessions only
+    (``case_tenants`` names the other tenants they may read), and its model calls go to a provider's
+    own host, or to an ``api_base`` whose host is in ``allowed_hosts`` or MEMORYLAB_ALLOWED_API_HOSTS.
     """
 
-    def __init__(self, store, *, tenant_id="default"):
+    def __init__(self, store, *, tenant_id="default", allowed_hosts=(), case_tenants=()):
         self.store = store
         self.tenant_id = check_identifier(tenant_id, "tenant id")
+        self.allowed_hosts = tuple(allowed_hosts)
+        self.case_tenants = frozenset(check_identifier(tenant, "case tenant") for tenant in case_tenants)
 
     def __repr__(self):
         return f"<Experiments of {self.store!r}, tenant {self.tenant_id!r}>"
@@ -81,10 +95,26 @@ class Experiments:
         ``expected``: the ``version(name)`` the spec was read at (``MISSING``: none was saved). A saved
         experiment changed, created or removed since is a ``StaleWriteError`` whose ``stored`` is the
         saved spec (or None), and nothing is written."""
-        spec = self.spec(spec)
+        spec = self._scoped(self.spec(spec))
         resolve_cases(self.store, spec)
         self._save(spec, expected)
         return spec
+
+    def _scoped(self, spec) -> ExperimentSpec:
+        """``spec`` as it runs here, its cases without a tenant in this one; refused when a case reads a
+        tenant the caller did not name or a model call names a host the user did not allow."""
+        cases = tuple(dataclasses.replace(case, tenant=case.tenant or self.tenant_id) for case in spec.cases)
+        foreign = [f"case {case.name!r} reads tenant {case.tenant!r}, not this experiment's {self.tenant_id!r}: "
+                   f"pass case_tenants=[{case.tenant!r}] (memorylab eval --case-tenant {case.tenant}) to allow it"
+                   for case in cases if case.tenant != self.tenant_id and case.tenant not in self.case_tenants]
+        _refuse(spec, foreign, InvalidInputError)
+        allowed = allowed_api_hosts(self.allowed_hosts)
+        calls = [(f"arm {arm.name!r}", arm.settings["completion"]) for arm in spec.arms if arm.strategy == "summarize"]
+        calls += [("grader", spec.grader.completion)] if spec.grader else []
+        _refuse(spec, [f"{where}: {refusal}" for where, completion in calls
+                       if (refusal := api_host_refusal(completion, allowed))], ApiHostNotAllowedError)
+        return dataclasses.replace(spec, cases=cases)
+
 
     def _save(self, spec, expected):
         try:
@@ -131,7 +161,7 @@ class Experiments:
     def _prepare(self, spec, concurrency, expected=None):
         """``(spec, branches, key, concurrency)``: the spec checked, each case's branch read once, the
         definition saved."""
-        spec = self.spec(spec)
+        spec = self._scoped(self.spec(spec))
         check_integer(concurrency, "concurrency", minimum=1, optional=True)
         branches = resolve_cases(self.store, spec)
         pk = self._save(spec, expected)
@@ -139,7 +169,7 @@ class Experiments:
 
     def _trial(self, spec, branches, pk, concurrency, *, progress, cancel) -> ExperimentResults:
         trial, runs = run_trial(self.store, pk, spec, branches, concurrency=concurrency, progress=progress,
-                                cancel=cancel)
+                                cancel=cancel, allowed_hosts=self.allowed_hosts)
         arms = {arm.name: position for position, arm in enumerate(spec.arms)}
         cases = {case.name: position for position, case in enumerate(spec.cases)}
         runs.sort(key=lambda run: (arms[run["arm"]], cases[run["case_name"]]))  # the order a read gives

@@ -50,9 +50,10 @@ def resolve_cases(store, spec) -> dict[str, CaseBranch]:
     return branches
 
 
-def run_one(arm, branch, grader=None) -> dict:
+def run_one(arm, branch, grader=None, *, allowed_hosts=()) -> dict:
     """One arm on one case, as the row ``store.experiments.add_run`` stores (``trial`` left to the caller).
-    ``latency`` is the strategy's own time, its model calls included; scoring is not part of it."""
+    ``latency`` is the strategy's own time, its model calls included; scoring is not part of it. Model
+    calls go only to the hosts ``allowed_api_hosts(allowed_hosts)`` allows."""
     case = branch.case
     run = {
         "arm": arm.name, "strategy": arm.strategy, "arm_settings": dict(arm.settings), "case_name": case.name,
@@ -64,8 +65,8 @@ def run_one(arm, branch, grader=None) -> dict:
     }
     started = time.perf_counter()
     try:
-        output = apply_arm(arm, branch.history)
-        scores, grading = score_probes(output.context, case.probes, grader=grader)
+        output = apply_arm(arm, branch.history, allowed_hosts=allowed_hosts)
+        scores, grading = score_probes(output.context, case.probes, grader=grader, allowed_hosts=allowed_hosts)
     except MemoryLabError as error:
         run.update(error=f"{type(error).__name__}: {error}", latency=time.perf_counter() - started,
                    finished_at=utc_now_iso())
@@ -93,7 +94,7 @@ def referenced_context(context, history) -> list[dict]:
 
 
 def run_trial(store, experiment_pk, spec, branches, *, concurrency=None, progress=None,
-              cancel=None) -> tuple[int, list]:
+              cancel=None, allowed_hosts=()) -> tuple[int, list]:
     """Run every arm on every case as the experiment's next trial. Returns ``(trial, runs)``: the runs
     stored, each as ``store.experiments.runs`` reads it back (its key, no context), in the order they finished.
 
@@ -104,7 +105,8 @@ def run_trial(store, experiment_pk, spec, branches, *, concurrency=None, progres
     tasks = [(arm, branches[case.name]) for arm in spec.arms for case in spec.cases]
     cancel = cancel or threading.Event()
     with ThreadPoolExecutor(max_workers=concurrency or spec.concurrency, thread_name_prefix="experiment") as pool:
-        pending = {pool.submit(_unless_cancelled, cancel, arm, branch, spec.grader) for arm, branch in tasks}
+        pending = {pool.submit(_unless_cancelled, cancel, arm, branch, spec.grader, allowed_hosts)
+                   for arm, branch in tasks}
         try:
             runs = _store_as_finished(store, experiment_pk, trial, pending, len(tasks), progress, cancel)
         except BaseException:  # an interrupt or a failed write: runs not started never start
@@ -113,9 +115,9 @@ def run_trial(store, experiment_pk, spec, branches, *, concurrency=None, progres
     return trial, runs
 
 
-def _unless_cancelled(cancel, arm, branch, grader):
+def _unless_cancelled(cancel, arm, branch, grader, allowed_hosts):
     """``run_one``, or None when the experiment was cancelled before this run could start."""
-    return None if cancel.is_set() else run_one(arm, branch, grader)
+    return None if cancel.is_set() else run_one(arm, branch, grader, allowed_hosts=allowed_hosts)
 
 
 def _store_as_finished(store, experiment_pk, trial, pending, total, progress, cancel):

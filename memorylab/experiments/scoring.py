@@ -49,9 +49,10 @@ def context_texts(messages) -> list[str]:
     return texts
 
 
-def score_probes(context, probes, *, grader=None) -> tuple[list[dict], dict]:
+def score_probes(context, probes, *, grader=None, allowed_hosts=()) -> tuple[list[dict], dict]:
     """``(scores, grading)``: one dict per probe (``probe``, ``kind``, ``score`` from 0 to 1, ``facts``
-    with each fact's verdict, ``missed``), and the grading calls' usage and cost (empty without a grader)."""
+    with each fact's verdict, ``missed``), and the grading calls' usage and cost (empty without a grader).
+    The grader's calls go only to the hosts ``allowed_api_hosts(allowed_hosts)`` allows."""
     text = ContextText(context_texts(context))
     text.gather(form for probe in probes for fact in probe.expected_facts() for term in fact_terms(fact)
                 for form in term.pieces[0])
@@ -65,16 +66,18 @@ def score_probes(context, probes, *, grader=None) -> tuple[list[dict], dict]:
             "facts": [match.to_dict() for match in matches],
             "missed": [match.fact for match in matches if not match.kept],
         })
-    grading = _grade(context, probes, scores, grader) if grader else {}
+    grading = _grade(context, probes, scores, grader, allowed_hosts) if grader else {}
     for score in scores:
         score["score"] = score["graded_score"] if score.get("graded_score") is not None else score["fact_score"]
     return scores, grading
 
 
-def _grade(context, probes, scores, grader):
+def _grade(context, probes, scores, grader, allowed_hosts):
     from ..history.compaction import render_transcript
+    from ..llm.api_hosts import check_spec_call
     from ..llm.models import complete_with_usage
 
+    check_spec_call(grader.models(), grader.completion, allowed_hosts)
     transcript = render_transcript(context)
     usage, cost = {}, 0.0
     for probe, score in zip(probes, scores):

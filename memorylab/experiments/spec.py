@@ -15,6 +15,7 @@ import yaml
 
 from ..errors import InvalidInputError
 from ..history.compaction import check_summary_template
+from ..llm.api_hosts import spec_call_problems
 from ..validation import is_integer, is_number
 
 PROBE_KINDS = ("recall", "artifact", "continuation", "decision")
@@ -70,17 +71,19 @@ class Probe:
 
 @dataclass(frozen=True)
 class Case:
-    """One branch (a session and a leaf; None is the newest leaf) and the probes asked of it."""
+    """One branch (a session and a leaf; None is the newest leaf) and the probes asked of it. A case
+    without a tenant reads the tenant of the experiment it runs under."""
 
     name: str
     session: str
     probes: tuple
     agent: str = "default"
-    tenant: str = "default"
+    tenant: str | None = None
     leaf: str | None = None
 
     def to_dict(self) -> dict:
-        plain = {"name": self.name, "session": self.session, "agent": self.agent, "tenant": self.tenant}
+        plain = {"name": self.name, "session": self.session, "agent": self.agent}
+        plain |= {"tenant": self.tenant} if self.tenant else {}
         return plain | ({"leaf": self.leaf} if self.leaf else {}) | {"probes": [p.to_dict() for p in self.probes]}
 
 
@@ -109,8 +112,11 @@ class Grader:
     judge_model: str
     completion: dict = field(default_factory=dict, hash=False)
 
+    def models(self) -> dict:
+        return {"answer_model": self.answer_model, "judge_model": self.judge_model}
+
     def to_dict(self) -> dict:
-        return {"answer_model": self.answer_model, "judge_model": self.judge_model, "completion": dict(self.completion)}
+        return self.models() | {"completion": dict(self.completion)}
 
 
 @dataclass(frozen=True)
@@ -279,8 +285,11 @@ def _grader(value, problems):
     if not isinstance(completion, dict):
         problems.add("grader.completion", "must be a mapping of completion arguments")
         completion = {}
-    return Grader(answer_model=_text(value.get("answer_model"), "grader.answer_model", problems),
-                  judge_model=_text(value.get("judge_model"), "grader.judge_model", problems), completion=completion)
+    grader = Grader(answer_model=_text(value.get("answer_model"), "grader.answer_model", problems),
+                    judge_model=_text(value.get("judge_model"), "grader.judge_model", problems), completion=completion)
+    for problem in spec_call_problems(grader.models(), completion):
+        problems.add("grader", problem)
+    return grader
 
 
 def _arm(data, where, problems) -> Arm | None:
@@ -309,8 +318,8 @@ def arm_setting_problems(strategy, settings) -> list[str]:
         elif key == "completion":
             if not isinstance(value, dict):
                 problems.append(f"completion must be a mapping of completion arguments, got {value!r}")
-            elif "api_key" in value:
-                problems.append("completion must not hold api_key: keys come from the environment")
+            else:
+                problems += spec_call_problems({"model": settings["model"]}, value)
         elif not ((value is None and default is None) or (is_integer(value) and value >= 0)):
             problems.append(f"{key} must be a non-negative integer, got {value!r}")
     if strategy == "window" and not problems and settings["max_length"] < 1:
@@ -334,7 +343,7 @@ def _case(data, where, problems) -> Case | None:
     name = _text(data.get("name"), f"{where} name", problems)
     session = _text(data.get("session"), f"{where} session", problems)
     agent = _text(data.get("agent", "default"), f"{where} agent", problems)
-    tenant = _text(data.get("tenant", "default"), f"{where} tenant", problems)
+    tenant = _text(data.get("tenant"), f"{where} tenant", problems, required=False)
     leaf = _text(data.get("leaf"), f"{where} leaf", problems, required=False)
     probes = _list(data.get("probes"), f"{where} probes", problems, _probe)
     _unique([probe.id for probe in probes], f"{where} probe ids", problems)

@@ -14,6 +14,7 @@ from ..history.overlays import is_summary_message, summary_message
 from ..history.pins import kept_with_partners, pinned_ids_of
 from ..history.truncation import truncate_older_messages
 from ..history.window import SIMPLE_CUT, ContextWindow, simple_cut
+from ..llm.api_hosts import check_spec_call
 from ..messages import utc_now_iso
 from ..shapes import Messages
 from ..tokens import estimate_message_tokens, estimate_string_tokens
@@ -73,8 +74,11 @@ def plan_for(arm, history):
     )
 
 
-def apply_arm(arm, history) -> ArmOutput:
-    """The context ``arm`` leaves of ``history``. Model failures raise ModelError."""
+def apply_arm(arm, history, *, allowed_hosts=()) -> ArmOutput:
+    """The context ``arm`` leaves of ``history``. Model failures raise ModelError; a summarize arm whose
+    ``api_base`` names a host ``allowed_api_hosts(allowed_hosts)`` does not allow, ApiHostNotAllowedError."""
+    if arm.strategy == "summarize":
+        check_spec_call({"model": arm.settings["model"]}, arm.settings["completion"], allowed_hosts)
     started = time.perf_counter()
     output = _STRATEGIES[arm.strategy](arm, history)
     output.latency = time.perf_counter() - started

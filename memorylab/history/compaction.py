@@ -5,7 +5,6 @@
 supplies. Nothing here does I/O or calls a model, and token counts come from the numbers stored
 with each message, so planning a long branch never re-tokenizes it.
 """
-import string
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 
@@ -16,7 +15,7 @@ from .pins import kept_with_partners, pinned_ids_of
 from ..shapes import Message, Messages
 from ..tokens import compact_json, estimate_message_tokens, estimate_string_tokens
 from .truncation import truncate_text
-from ..validation import check_counts, is_number
+from ..validation import check_counts, check_template_fields, is_number
 
 SUMMARY_SECTIONS = ("Topic", "Key Points", "Current State", "Open Items")
 MIN_TARGET_SUMMARY_TOKENS = 100
@@ -307,20 +306,10 @@ def check_summary_template(template) -> None:
         return
     if not isinstance(template, str):
         raise InvalidInputError(f"a summary prompt template must be a string, got {type(template).__name__}")
-    try:
-        fields = {field for _, field, _, _ in string.Formatter().parse(template) if field is not None}
-    except ValueError as error:
-        raise InvalidInputError(f"the summary prompt template is not a valid format string: {error}") from None
-    if "transcript" not in fields:
+    if "transcript" not in check_template_fields(template, TEMPLATE_FIELDS, "the summary prompt template"):
         raise InvalidInputError(
             "the summary prompt template has no {transcript} placeholder, so the model would never see "
             "the messages; add {transcript} (literal braces are written {{ and }})"
-        )
-    unknown = fields.difference(TEMPLATE_FIELDS)
-    if unknown:
-        raise InvalidInputError(
-            f"the summary prompt template uses unknown placeholders {sorted(unknown)}; the known ones are "
-            f"{', '.join('{' + name + '}' for name in TEMPLATE_FIELDS)}"
         )
 
 

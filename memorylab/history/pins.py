@@ -5,7 +5,29 @@ summary, and the compaction planner leaves it out of the transcript it asks a mo
 A pin holds the tool traffic it belongs to: pinning a tool call keeps the message with its result,
 and pinning a result keeps its call, so a pin never leaves a provider an orphaned pair.
 """
+from ..errors import InvalidInputError
 from ..messages import is_tool_part
+
+MAX_PIN_NOTE_CHARS = 2000
+"""A pin's note says why the message matters, in a sentence or a short paragraph."""
+
+
+def pin_note_problem(note) -> str | None:
+    """Why ``note`` cannot be a pin's note (not text, or longer than ``MAX_PIN_NOTE_CHARS`` once stripped), or None."""
+    if not isinstance(note, str):
+        return f"a pin's note must be text, got {type(note).__name__}"
+    if len(note.strip()) > MAX_PIN_NOTE_CHARS:
+        return (f"a pin's note holds at most {MAX_PIN_NOTE_CHARS:,} characters, got {len(note.strip()):,}: "
+                "say why the message matters in a sentence or two")
+    return None
+
+
+def check_pin_note(note) -> str:
+    """``note`` stripped, or InvalidInputError saying what is wrong with it."""
+    problem = pin_note_problem(note)
+    if problem:
+        raise InvalidInputError(problem)
+    return note.strip()
 
 
 def pinned_ids_of(messages, pinned_ids=None) -> frozenset:

@@ -19,6 +19,7 @@ from ..errors import InvalidInputError, InvalidMessageError, NotFoundError
 from ..messages import is_tool_part, normalize_message, normalized_and_measured, utc_now_iso
 from .overlays import apply_overlays, is_summary_message, visible_overlays
 from .paged import iter_history, plan_stored
+from .pins import check_pin_note
 from ..shapes import Message, Messages, Overlay, SearchHits
 from ..store import LATEST_LEAF
 from ..store.protocols import SessionStorage
@@ -386,9 +387,7 @@ class Session:
         if not isinstance(message_id, str) or is_summary_message({"id": message_id}):
             raise InvalidInputError(
                 f"cannot pin {message_id!r}: pin a stored message, not a summary (its originals can be pinned)")
-        if not isinstance(note, str):
-            raise InvalidInputError(f"a pin's note must be text, got {type(note).__name__}")
-        return self.storage.pin(message_id, note.strip())
+        return self.storage.pin(message_id, check_pin_note(note))
 
     def unpin(self, message_id) -> bool:
         """Let compactions summarize the message again; False when it was not pinned."""

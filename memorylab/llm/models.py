@@ -20,6 +20,7 @@ from . import local_model
 from ..errors import InvalidInputError, ModelError
 from ..messages import from_openai, to_openai
 from ..tokens import compact_json, estimate_message_tokens, estimate_string_tokens
+from ..validation import check_template_fields
 
 if TYPE_CHECKING:
     import litellm
@@ -190,21 +191,12 @@ def model_context_tokens(model) -> int | None:
 
 
 def _check_summarizer_template(template):
-    """Fill the template once with a marker: a bad placeholder fails here, not at the first compaction."""
+    """A bad placeholder fails here, not at the first compaction."""
     if template is None:
         return
     if not isinstance(template, str):
         raise InvalidInputError(f"a summarizer template must be a string, got {type(template).__name__}")
-    marker = "\0prompt\0"
-    try:
-        filled = template.format(prompt=marker)
-    except (KeyError, IndexError, AttributeError) as error:
-        raise InvalidInputError(f"the summarizer template has a placeholder other than {{prompt}} ({error!r}); "
-                                "literal braces are written {{ and }}") from None
-    except ValueError as error:
-        raise InvalidInputError(f"the summarizer template is not a valid format string ({error}); "
-                                "literal braces are written {{ and }}") from None
-    if marker not in filled:
+    if "prompt" not in check_template_fields(template, ("prompt",), "the summarizer template"):
         raise InvalidInputError("the summarizer template has no {prompt} placeholder, so the model would never "
                                 "see the text to summarize")
 
