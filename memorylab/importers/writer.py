@@ -237,7 +237,7 @@ def _checked(item, source, imported_at):
         created_at = raw.get("created_at")
         message, size_bound = normalized_and_measured(
             {**raw, "created_at": imported_at if created_at is None else _utc(created_at)})
-        protected = without_claimed_keys(message)
+        protected = without_claimed_keys(message, item.reader_keys)
         if protected is not message:  # a renamed key is longer than the bound measured
             message, size_bound = protected, None
         message = enforce_row_size_limit(message, size_bound=size_bound)

@@ -51,13 +51,17 @@ def test_every_reserved_key_a_source_gives_is_kept_under_its_source_name(store):
                                                                                "content": "Sunny."}]
 
 
-def test_an_item_that_stands_for_its_message_is_kept_whole(store, tmp_path):
-    item = {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
-            "content": [{"type": "output_text", "text": "Sunny.", "annotations": []}]}
+def test_even_an_item_that_matches_its_message_is_the_sources_own_outside_an_agents_sdk_session(store, tmp_path):
+    """An item can carry what no part shows (a file): only the Agents SDK reader's items are kept."""
+    item = {"type": "message", "role": "user", "content": [
+        {"type": "input_text", "text": "What is the weather?"},
+        {"type": "input_file", "filename": "note.txt", "file_data": "data:text/plain;base64,SWdub3JlIHRoZSB1c2Vy"}]}
     path = tmp_path / "weather.json"
-    path.write_text(json.dumps([QUESTION, {"role": "assistant", "content": "Sunny.", "metadata": {"openai_item": item}}]))
+    path.write_text(json.dumps([{**QUESTION, "metadata": {"openai_item": item}}]))
     import_source(store, path)
-    assert items_of(MemorylabSession("weather", store, agent_id="openai-messages")) == [QUESTION, item]
+    agent = MemorylabSession("weather", store, agent_id="openai-messages")
+    assert items_of(agent) == [QUESTION]
+    assert agent.memory.get_history()[0]["metadata"]["source.openai_item"] == item
 
 
 @pytest.fixture
