@@ -32,8 +32,10 @@ class MemorylabSession:
     Items are read from, and added under, the *head*: the session's newest message, unless ``fork``
     or ``pop_item`` moved it. The head lives in this object; another ``MemorylabSession`` on the same
     session starts at the newest message, and so does this one when its head was removed elsewhere (a
-    clear or delete by another object or process). Compactions made in the lab do not change what the agent
-    is given: it gets its items back whole. ``memory`` is the memorylab ``Session`` itself.
+    clear or delete by another object or process). Compactions made in the lab do not change what the
+    agent is given: it gets its items back whole, but for a message whose parts no longer match its
+    item (edited in the lab, or the item put there by someone else), given as it reads now
+    (``openai_items.kept_item``). ``memory`` is the memorylab ``Session`` itself.
     """
 
     def __init__(self, session_id, store, *, agent_id="openai-agents", tenant_id="default", session_settings=None):
