@@ -31,8 +31,11 @@ class MemorylabSession:
 
     Items are read from, and added under, the *head*: the session's newest message, unless ``fork``
     or ``pop_item`` moved it. The head lives in this object; another ``MemorylabSession`` on the same
-    session starts at the newest message. Compactions made in the lab do not change what the agent
-    is given: it gets its items back whole. ``memory`` is the memorylab ``Session`` itself.
+    session starts at the newest message, and so does this one when its head was removed elsewhere (a
+    clear or delete by another object or process). Compactions made in the lab do not change what the
+    agent is given: it gets its items back whole, but for a message whose parts no longer match its
+    item (edited in the lab, or the item put there by someone else), given as it reads now
+    (``openai_items.kept_item``). ``memory`` is the memorylab ``Session`` itself.
     """
 
     def __init__(self, session_id, store, *, agent_id="openai-agents", tenant_id="default", session_settings=None):
@@ -86,6 +89,7 @@ class MemorylabSession:
             return operation(*args)
 
     def _items(self, limit):
+        self._forget_removed_head()
         head = self.head_id
         path = self.memory.get_history(head, apply_compactions=False) if head is not None else []
         items = [item for message in path for item in to_items(message)]
@@ -94,8 +98,10 @@ class MemorylabSession:
         return items[-limit:] if limit > 0 else []
 
     def _add(self, items):
-        parent, names, looked_back = self._head, {}, False
+        names, looked_back = {}, False
         with self.memory.store.transaction():
+            self._forget_removed_head()
+            parent = self._head
             for item in items:
                 call_id = answered_call(item)
                 if call_id is not None and call_id not in names and not looked_back:
@@ -119,6 +125,12 @@ class MemorylabSession:
                 if items:
                     return items[-1]
         return None
+
+    def _forget_removed_head(self):
+        """Go on from the newest message when the head was removed behind this object's back (a clear
+        or delete by another object or process): the SDK's own session then just appends."""
+        if self._head is not LATEST_LEAF and self._head is not None and self.memory.get_message(self._head) is None:
+            self._head = LATEST_LEAF
 
     def _clear(self):
         self.memory.clear_messages()

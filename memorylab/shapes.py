@@ -35,6 +35,14 @@ class Message(TypedDict):
     tokens: int
 
 
+class MemoryMessage(Message):
+    """A message as ``Memory`` reads it back: the stored one, with the document's ``content`` (its
+    text) and ``timestamp`` (its ``created_at``)."""
+
+    content: str
+    timestamp: str
+
+
 class Overlay(TypedDict):
     """A compaction overlay: ``summary`` stands for the messages ``from_id..to_id`` of one path."""
 

@@ -14,6 +14,8 @@ from ..validation import check_counts
 from ..shapes import Messages
 
 ROW_SIZE_LIMIT_BYTES = 1_800_000
+ROW_SIZE_KEY = "row_size_limit"
+"""The metadata key of a shrunk message's record of what was cut."""
 ROW_PREVIEW_CHARS = 2000
 # A list item cut to fewer characters than this says nothing useful; it is counted as omitted instead.
 MIN_ITEM_PREVIEW_CHARS = 20
@@ -193,7 +195,7 @@ def enforce_row_size_limit(message, max_bytes=ROW_SIZE_LIMIT_BYTES, *, size_boun
     shrunk = {
         **message,
         "parts": list(message.get("parts") or ()),
-        "metadata": {**(message.get("metadata") or {}), "row_size_limit": record},
+        "metadata": {**(message.get("metadata") or {}), ROW_SIZE_KEY: record},
     }
     for index, field in _shrink_order(shrunk["parts"]):
         if stored_bytes(shrunk) <= max_bytes:

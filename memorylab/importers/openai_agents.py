@@ -18,7 +18,7 @@ from functools import lru_cache
 from ..errors import ImportFormatError, MemoryLabError
 from ..validation import check_identifier
 from .formats import SourceFormat, SourceProbe, open_readonly
-from .openai_items import to_message
+from .openai_items import ITEM_KEY, to_message
 from .source import SourceMessage, SourceSession, source_error
 
 ITEM_COLUMNS = {"id", "session_id", "message_data", "created_at"}
@@ -108,7 +108,7 @@ def _messages(path, conn, table, session_id):
             message["metadata"]["source_id"] = message["id"]
             if created_at is not None:
                 message["created_at"] = _utc(path, where, created_at)
-            yield SourceMessage(message, where=where)
+            yield SourceMessage(message, where=where, reader_keys=(ITEM_KEY,))
 
 
 def _item(path, where, data):

@@ -1,7 +1,8 @@
 """OpenAI Responses input items, what the Agents SDK keeps in a session, as memorylab messages and back.
 
 One item is one message. The item itself rides along in ``metadata["openai_item"]`` (unless it is
-a bare role and text, which the parts give back as it was) so the SDK gets back exactly what it stored; the parts are what memorylab reads: text for search and token counts,
+a bare role and text, which the parts give back as it was) so the SDK gets back exactly what it stored,
+for as long as the item stands for what the message shows (``kept_item``); the parts are what memorylab reads: text for search and token counts,
 and tool parts, so the lab pairs each call with its result and ``to_openai`` makes a chat request of
 them. Items of kinds memorylab has no part for (hosted tool calls, references, compactions) become
 assistant messages without parts: kept and given back, but empty to the lab and to ``to_openai``.
@@ -121,10 +122,29 @@ def _content_parts(content) -> list[dict]:
     return parts
 
 
+def kept_item(message) -> dict | None:
+    """The item kept in the message's metadata, when it stands for what the message shows (its role and
+    parts, as ``to_message`` makes them); None when there is none, or one that does not (the message
+    was edited in the lab since, or the metadata came from elsewhere): an agent is given what the lab shows."""
+    item = (message.get("metadata") or {}).get(ITEM_KEY)
+    if not isinstance(item, dict):
+        return None
+    role, parts = _role_and_parts(item, item_kind(item), {})
+    stored = message.get("parts") or []
+    if answered_call(item) is not None:  # an output is named after its call, which the item does not name
+        parts, stored = _unnamed(parts), _unnamed(stored)
+    return item if role == message.get("role") and parts == stored else None
+
+
+def _unnamed(parts):
+    return [{key: value for key, value in part.items() if key not in ("type", "toolName")} for part in parts]
+
+
 def to_items(message) -> list[dict]:
     """The items a message stands for: the kept original, or items rebuilt from the parts of a message
-    that did not come from the SDK (written in the lab, imported from elsewhere, or too large to keep)."""
-    item = (message.get("metadata") or {}).get(ITEM_KEY)
+    that did not come from the SDK (written in the lab, imported from elsewhere, too large to keep, or
+    edited since)."""
+    item = kept_item(message)
     if item is not None:
         return [item]
     role, text = message["role"], message_text(message)

@@ -33,11 +33,14 @@ class StoredParent:
 class SourceMessage:
     """One message: ``message`` is anything ``normalize_message`` accepts (the parts shape or an
     OpenAI chat dict) and must carry a stable ``id``; ``where`` names its place in the source
-    ("line 17", "agent_messages row 42") for error messages."""
+    ("line 17", "agent_messages row 42") for error messages. ``reader_keys`` are the metadata keys
+    memorylab gives a meaning to (``importers.reserved``) that the reader set itself, from what the
+    source means (the Agents SDK reader's ``openai_item``); any other is the source's and is renamed."""
 
     message: dict
     parent_id: str | None | object = PREVIOUS
     where: str = ""
+    reader_keys: tuple[str, ...] = ()
 
 
 @dataclass

@@ -16,6 +16,7 @@ from ..history.truncation import enforce_row_size_limit
 from ..messages import normalized_and_measured, to_utc_iso, utc_now_iso
 from ..tokens import estimate_message_tokens
 from ..validation import check_identifier
+from .reserved import without_claimed_keys
 from .source import PREVIOUS, SourceSession, StoredParent, source_error
 
 BATCH = 1000
@@ -268,6 +269,9 @@ def _checked(item, source, imported_at):
         created_at = raw.get("created_at")
         message, size_bound = normalized_and_measured(
             {**raw, "created_at": imported_at if created_at is None else _utc(created_at)})
+        protected = without_claimed_keys(message, item.reader_keys)
+        if protected is not message:  # a renamed key is longer than the bound measured
+            message, size_bound = protected, None
         message = enforce_row_size_limit(message, size_bound=size_bound)
     except MemoryLabError as error:
         raise source_error(source, item.where, str(error)) from None

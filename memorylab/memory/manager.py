@@ -26,7 +26,7 @@ from .identity import current_identity, normalize_memory_key, parse_memory_key
 from ..messages import message_text, normalize_message, to_openai, to_utc_iso, utc_now_iso
 from ..history.overlays import apply_overlays, is_summary_message
 from ..history.session import Session
-from ..shapes import MemoryRows, Message, SearchHits
+from ..shapes import MemoryMessage, MemoryRows, Message, SearchHits
 from ..store import ANY_STATUS
 from ..store.sessions import UNCHECKED
 from ..validation import check_identifier, check_integer, check_page
@@ -84,6 +84,12 @@ def incoming_message(message) -> dict:
         message = {name: value for name, value in message.items() if name != "timestamp"}
         message["created_at"] = to_utc_iso(timestamp)
     return normalize_message(message)
+
+
+def as_appended(message) -> MemoryMessage:
+    """A stored message with the fields the document's messages have beside its parts: ``content``
+    (its text, as ``list()``'s ``last_message`` reads it) and ``timestamp``."""
+    return {**message, "content": message_text(message), "timestamp": message["created_at"]}
 
 
 def check_status(status) -> str | None:
@@ -260,14 +266,15 @@ class Memory:
             blocks.append(render_transcript(context))
         return "\n\n".join(blocks)
 
-    def get_recent(self, n, key=None) -> list[Message]:
-        """The stored messages of the last ``n`` turns (summaries do not hide them)."""
+    def get_recent(self, n, key=None) -> list[MemoryMessage]:
+        """The stored messages of the last ``n`` turns (summaries do not hide them), each with its
+        ``content`` and ``timestamp``."""
         check_integer(n, "n", minimum=1)
         session = self._existing(key)
         if session is None:
             return []
         turns = split_turns(session.get_history(apply_compactions=False))
-        return [message for turn in turns[-n:] for message in turn]
+        return [as_appended(message) for turn in turns[-n:] for message in turn]
 
     def search(self, query, key=None, *, limit=20) -> SearchHits:
         """Full-text hits in this memory, best first; any query string is safe."""
@@ -275,14 +282,15 @@ class Memory:
         return session.search(query, limit=limit) if session is not None else SearchHits()
 
     def get(self, key=None) -> dict:
-        """Everything about one memory; NotFoundError when it does not exist (see ``exists``)."""
+        """Everything about one memory, its ``messages`` with their ``content`` and ``timestamp``;
+        NotFoundError when it does not exist (see ``exists``)."""
         session = self._required(key)
         path, history = self._histories(session)
         info = session.info
         entity_type, entity_value = parse_memory_key(session.session_id)
         return {
             "key": session.session_id,
-            "messages": path,
+            "messages": [as_appended(message) for message in path],
             "entities": [{"type": entity_type, "value": entity_value}] if entity_type else [],
             "summary": message_text(history[0]) if history and is_summary_message(history[0]) else None,
             "metadata": dict(info["metadata"], created_at=info["created_at"], updated_at=info["updated_at"],
