@@ -121,16 +121,17 @@ def parse_export(text) -> Any:
         raise ImportFormatError("not a session export: its JSON is nested too deeply to read") from None
 
 
-def import_session(store, data, *, session_id=None, tenant_id=None, agent_id=None, replace=False) -> Session:
+def import_session(store, data, *, session_id=None, tenant_id="default", agent_id=None, replace=False) -> Session:
     """Write an exported session into ``store`` and return its Session.
 
-    ``session_id`` / ``tenant_id`` / ``agent_id`` override the ids in the file (to import a copy).
-    An existing session with the same id is a ConflictError unless ``replace=True``.
+    The session goes into the caller's ``tenant_id``, never the tenant the file names (a file does not
+    choose whose data it joins); ``session_id`` / ``agent_id`` override the ids in the file (to import
+    a copy). An existing session with the same id is a ConflictError unless ``replace=True``.
     """
     plan = validate_export(data)
     try:
         session_id = check_identifier(session_id or plan["session_id"], "session id")
-        tenant_id = check_identifier(tenant_id or plan["tenant_id"], "tenant id")
+        tenant_id = check_identifier(tenant_id, "tenant id")
         agent_id = check_identifier(agent_id or plan["agent_id"], "agent id")
     except MemoryLabError as error:
         raise ImportFormatError(str(error)) from None

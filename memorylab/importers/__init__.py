@@ -52,11 +52,13 @@ def import_source(store, path, *, format="auto", agent_id=None, tenant_id=None, 
 
     ``format`` is a name of ``FORMATS`` or "auto" (detected by content). Sessions are filed under
     ``agent_id``, by default the format's own agent (``claude-code``, ``openai-agents``...), and
-    ``tenant_id`` ("default"), with their ids from the source (a memorylab export keeps its own). ``dry_run`` writes nothing and reports what an import would add.
+    ``tenant_id`` ("default", whatever tenant a memorylab export names), with their ids from the
+    source (a memorylab export keeps its own; a namesake from another source becomes ``id~2``...).
+    ``dry_run`` writes nothing and reports what an import would add, or refuses what it would refuse.
     ``progress(messages_read)`` is called every thousand messages and at the end. ``name`` is how
     reports and the sessions' metadata call the source (default: the path), e.g. an uploaded file's name.
     """
-    path = Path(path)
+    path, tenant_id = Path(path), tenant_id or "default"
     chosen = detect_format(path) if format == "auto" else source_format(format)
     if not path.is_file():
         raise ImportFormatError(f"{path}: no such file")
@@ -65,7 +67,7 @@ def import_source(store, path, *, format="auto", agent_id=None, tenant_id=None, 
                                               name=name)
     return write_sessions(
         store, chosen.read(path), source=name or path, format_name=chosen.name, agent_id=agent_id or chosen.agent_id,
-        tenant_id=tenant_id or "default", dry_run=dry_run, progress=progress,
+        tenant_id=tenant_id, dry_run=dry_run, progress=progress,
     )
 
 

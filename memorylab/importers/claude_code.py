@@ -9,7 +9,8 @@ its children hang on its parent.
 
 - One file is one session, named by the file's first ``sessionId``: a resumed conversation whose
   file starts with the entries it continues stays one history, and a subagent's file, which carries
-  its parent's ``sessionId``, joins that session as a tree of its own. Each message keeps its entry's
+  its parent's ``sessionId``, joins that session as a tree of its own (uuids are unique everywhere,
+  so any file with that ``sessionId`` is the same session). Each message keeps its entry's
   ``sessionId`` in its metadata.
 - Claude Code writes one model response as one entry per content block, sharing ``message.id``.
   They become one assistant message (the first entry's uuid), so parallel tool calls sit on one
@@ -57,7 +58,7 @@ def _detect(probe: SourceProbe) -> bool:
 def _read(path: Path):
     transcript = _Transcript(path)
     session = SourceSession(source_id=_first_session_id(path) or path.stem, messages=(),
-                            overlays=transcript.overlays, metadata=transcript.context)
+                            overlays=transcript.overlays, metadata=transcript.context, opening_span=0)
     session.messages = transcript.messages(session)
     yield session
 

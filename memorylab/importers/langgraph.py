@@ -5,6 +5,7 @@ one root-to-leaf path. The paths are merged into a tree: a message (its LangChai
 under the same parent is one node however many checkpoints repeat it, the messages of a run resumed
 from an earlier checkpoint (a fork, an ``update_state``) form a sibling branch, and a message edited
 on a fork is a node of its own. Only the root namespace is read; subgraphs' checkpoints are inner steps.
+Another database's thread of the same id is told apart by its first message (its checkpoint's id).
 
 Blobs are decoded by LangGraph's own serializer, limited to its safe types: an imported file is not
 trusted, and the permissive default would import and call whatever class a blob names.
@@ -61,7 +62,8 @@ def _read(path):
     try:
         threads = conn.execute("SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = '' ORDER BY thread_id")
         for (thread_id,) in threads:
-            yield SourceSession(source_id=str(thread_id), messages=_Thread(path, thread_id, library).messages(conn))
+            yield SourceSession(source_id=str(thread_id), messages=_Thread(path, thread_id, library).messages(conn),
+                                opening_span=1)
     except sqlite3.Error as error:
         raise source_error(path, "checkpoints table", f"a readable SqliteSaver table ({error})") from None
     finally:

@@ -9,8 +9,9 @@ the message it was given, the tip it added, model, usage, timing) and ``threads`
 at a tip; a fork is a thread ``forked_from`` another). It keeps the old tables but no longer writes
 them, so a database that outlived the upgrade holds both.
 
-Each conversation or thread becomes a session with its id and name. A legacy response gives, in
-order: a tool message with the tool results it sent, a system message when its system prompt
+Each conversation or thread becomes a session with its id and name; another database's thread of
+the same id (llm takes one from its caller) is told apart by its first message's time. A legacy
+response gives, in order: a tool message with the tool results it sent, a system message when its system prompt
 differs from the one in effect (llm sent it with every prompt; the history holds it once), a user
 message (its fragments, prompt and attachments) and an assistant message (reasoning, text, tool
 calls); ids are ``<response id>#results|#system|#prompt|#response``. A stored message keeps its
@@ -89,7 +90,8 @@ class _LogsDatabase:
             first = next(responses)
             metadata = {"model": first["conversation_model"]} if first["conversation_model"] else {}
             yield SourceSession(source_id=session_id, title=first["conversation_name"], metadata=metadata,
-                                messages=self._conversation_messages(session_id, chain([first], responses)))
+                                messages=self._conversation_messages(session_id, chain([first], responses)),
+                                opening_span=1)
 
     def _responses_sql(self):
         """Every response with what it was sent and asked for, a conversation's rows together, oldest
@@ -186,7 +188,8 @@ class _LogsDatabase:
               {"AND id NOT IN (SELECT " + LEGACY_ID + " FROM responses r)" if "responses" in self.tables else ""}
             ORDER BY id""")
         for root in roots:
-            yield SourceSession(source_id=root["id"], title=root["name"], messages=self._thread_messages(root["id"]))
+            yield SourceSession(source_id=root["id"], title=root["name"], messages=self._thread_messages(root["id"]),
+                                opening_span=1)
 
     def _thread_messages(self, root, after=None):
         """The messages of a thread and its forks, each once and after its parent: every turn's chain

@@ -6,10 +6,11 @@ An export is a whole session (context blocks and the frozen prompt included), so
 from __future__ import annotations
 
 import re
+from contextlib import nullcontext
 
 from ..io import EXPORT_FORMAT, import_session, read_export, validate_export
 from .formats import SourceFormat, SourceProbe
-from .writer import ImportReport, SessionImport
+from .writer import ImportReport, SessionImport, rolled_back
 
 
 _OPENING = re.compile(rb'\s*\{\s*"format"\s*:\s*"' + re.escape(EXPORT_FORMAT.encode()) + b'"')
@@ -31,10 +32,10 @@ FORMAT = SourceFormat(name="memorylab", label="memorylab session export (JSON)",
                       detect=_detect, read=_read)
 
 
-def import_export(store, path, *, agent_id=None, tenant_id=None, session_id=None, replace=False,
+def import_export(store, path, *, agent_id=None, tenant_id="default", session_id=None, replace=False,
                   dry_run=False, name=None) -> ImportReport:
-    """Import an export file; a session with its id is a ConflictError unless ``replace``. ``name`` is
-    how the report calls the file (default: its path)."""
+    """Import an export file into ``tenant_id``; a session with its id is a ConflictError unless
+    ``replace``, in a dry run too. ``name`` is how the report calls the file (default: its path)."""
     data = read_export(path)
     plan = validate_export(data)
     report = ImportReport(source=str(name or path), format=FORMAT.name, dry_run=dry_run)
@@ -44,7 +45,7 @@ def import_export(store, path, *, agent_id=None, tenant_id=None, session_id=None
         title=plan["metadata"].get("title"), messages_found=found, overlays_found=len(plan["compactions"]),
         branches=len({m["id"] for m in plan["messages"]} - {m["parent_id"] for m in plan["messages"]}),
     )
-    if not dry_run:
+    with rolled_back(store) if dry_run else nullcontext():
         import_session(store, data, session_id=session_id, tenant_id=tenant_id, agent_id=agent_id, replace=replace)
     result.messages_added, result.overlays_added = found, result.overlays_found
     report.sessions.append(result)

@@ -4,7 +4,8 @@ The SDK keeps one Responses input item per row of its messages table (``agent_me
 agent named another: ``id, session_id, message_data`` as JSON, ``created_at`` in UTC), read back in
 row order; the sessions table it points to (``agent_sessions``) says when each session began. Tables
 are found by their columns, not their names. Message ids come from row ids, so a database that grew
-gains only its new rows, and an item the SDK popped and replaced stays behind as a branch.
+gains only its new rows, and an item the SDK popped and replaced stays behind as a branch. Another
+database's session of the same name is told apart by its first item (its row, time and content).
 """
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ def _sessions(path, conn, table):
         except MemoryLabError as error:
             raise source_error(path, where, f"expected a session id memorylab can keep: {error}") from None
         metadata = {"created_at": _utc(path, f"{started} session {session_id!r}", created_at)} if created_at else {}
-        yield SourceSession(source_id=session_id, metadata=metadata,
+        yield SourceSession(source_id=session_id, metadata=metadata, opening_span=1,
                             messages=_messages(path, conn, table, session_id))
 
 

@@ -5,6 +5,9 @@ an object holding one under ``"messages"`` (the fine-tuning layout), optionally 
 A JSON file's conversation takes the file's name as its session id; a JSONL line takes its ``"id"``
 or the file's name and line number. Message ids count up within the conversation, so a conversation
 that gained messages gains only those on the next import, and a file that gained lines only those.
+Such ids are the same in any file of the same name, so a conversation is also known by all the
+messages it had when it was last imported: another file whose conversation opens differently
+becomes a session of its own (``chat~2``).
 """
 from __future__ import annotations
 

@@ -7,7 +7,10 @@ touches the store, so each format module is a pure reader and every format gets 
 deduplication, validation and single transaction.
 
 Message ids are derived from the source's own ids (an item's row id, a transcript entry's uuid), so
-importing the same source twice yields the same ids and the second import adds nothing.
+importing the same source twice yields the same ids and the second import adds nothing. Those ids
+are often unique only inside their source (a file's stem, a count from 0, a thread called "1"), so
+each conversation is also known by its opening: the first ``opening_span`` messages as read, which
+a copy of the same conversation, or the same one grown, starts with too (see ``SourceSession``).
 """
 from __future__ import annotations
 
@@ -65,6 +68,12 @@ class SourceSession:
     are consumed (one pass over the file). ``metadata`` is merged over the session's metadata on every
     import; ``source_id`` is the conversation's id in the source and, unless ``session_id`` says
     otherwise, its memorylab id.
+
+    ``opening_span`` is how many of its first messages tell this conversation from another source's
+    with the same ids: None for all of them (messages known only by their place, as in a chat file:
+    all must agree); 1 when the first carries a mark of its own source (a row's time, a checkpoint
+    id); 0 when the source's ids are unique everywhere (UUIDs, ULIDs) and alone say which it is. A
+    streaming reader should keep it small: the writer holds that many messages before it writes.
     """
 
     source_id: str
@@ -73,6 +82,7 @@ class SourceSession:
     metadata: dict = field(default_factory=dict)
     overlays: list[SourceOverlay] = field(default_factory=list)
     session_id: str | None = None
+    opening_span: int | None = None
 
     @property
     def memorylab_id(self) -> str:

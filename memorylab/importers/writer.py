@@ -2,20 +2,26 @@
 
 ``write_sessions`` validates every message the way an append would (``normalize_message``, the row
 size limit, token estimates), checks that each parent exists, and writes in batches. A message whose
-id the session already holds is skipped, so importing a source again adds only what it gained since.
+id the session already holds is skipped, so importing a source again adds only what it gained since;
+a conversation goes only into a session that opened as it opens, so another source's namesake gets
+a session of its own (``id~2``).
 Any error rolls the whole import back; a dry run rolls back on purpose and reports what it would add.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Iterable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain, count, islice
 
 from ..errors import ConflictError, MemoryLabError
 from ..history.truncation import enforce_row_size_limit
 from ..messages import normalized_and_measured, to_utc_iso, utc_now_iso
 from ..tokens import estimate_message_tokens
-from ..validation import check_identifier
+from ..validation import check_identifier, is_integer
 from .reserved import without_claimed_keys
 from .source import PREVIOUS, SourceSession, StoredParent, source_error
 
@@ -90,20 +96,29 @@ def write_sessions(store, sessions: Iterable[SourceSession], *, source, format_n
     report = ImportReport(source=str(source), format=format_name, dry_run=dry_run)
     sessions = iter(sessions)
     try:
-        with store.transaction():
+        with rolled_back(store) if dry_run else store.transaction():
             for source_session in sessions:
                 result = run.session(source_session)
                 if result is not None:
                     report.sessions.append(result)
             run.finish()
-            if dry_run:
-                raise _DryRun
-        store.sessions.settle_search(report.messages_added)
-    except _DryRun:
-        pass
+        if not dry_run:
+            store.sessions.settle_search(report.messages_added)
     finally:
         _close(sessions)
     return report
+
+
+@contextmanager
+def rolled_back(store):
+    """A transaction rolled back at its end: a dry run makes every check, and every refusal, of the
+    write it stands for, and leaves the store as it was."""
+    try:
+        with store.transaction():
+            yield
+            raise _DryRun
+    except _DryRun:
+        pass
 
 
 def _close(reader):
@@ -130,37 +145,41 @@ class _Import:
     def session(self, source_session):
         """The conversation's new messages, then its overlays, then its title and metadata (which a
         streaming reader may fill in while its messages are read); None for one without messages."""
-        target = _Target(self, source_session)
-        result = target.result
-        known = target.storage.message_ids() if target.storage else set()
+        ahead = _ReadAhead(source_session.messages)
+        try:
+            return self._write(_Target(self, source_session, ahead), chain(ahead.read, ahead.rest))
+        finally:
+            _close(ahead.rest)
+
+    def _write(self, target, messages):
+        source_session, result = target.source_session, target.result
+        known = target.stored_ids()
         parents = set(target.storage.child_counts()) if target.storage else set()  # branches count the stored tree
         stored_parent = _StoredParents(target.storage, known)
         previous = None
-        messages = iter(source_session.messages)
-        try:
-            for item in messages:
-                self._advance()
-                result.messages_found += 1
-                message_id = item.message.get("id") if isinstance(item.message, dict) else None
-                parent_id = previous if item.parent_id is PREVIOUS else item.parent_id
-                if isinstance(parent_id, StoredParent):
-                    parent_id = stored_parent(parent_id.id)
-                previous = message_id
-                if parent_id is not None:
-                    parents.add(parent_id)
-                if message_id in known:  # imported before: not even checked again
-                    continue
-                target.write(self._new_message(item, parent_id, known))
-                result.messages_added += 1
-        finally:
-            _close(messages)
+        opening = _Opening(source_session.opening_span)
+        for item in messages:
+            self._advance()
+            opening.add(item)
+            result.messages_found += 1
+            message_id = item.message.get("id") if isinstance(item.message, dict) else None
+            parent_id = previous if item.parent_id is PREVIOUS else item.parent_id
+            if isinstance(parent_id, StoredParent):
+                parent_id = stored_parent(parent_id.id)
+            previous = message_id
+            if parent_id is not None:
+                parents.add(parent_id)
+            if message_id in known:  # imported before: not even checked again
+                continue
+            target.write(self._new_message(item, parent_id, known))
+            result.messages_added += 1
         if not result.messages_found:
             return None
         result.branches = len(known - parents)
         if source_session.overlays:
             self.flush()  # an overlay is checked against the stored tree
             _write_overlays(target.storage, source_session.overlays, self.source, result)
-        target.describe()
+        target.describe(opening.record if source_session.opening_span != 0 else None)
         return result
 
     def _new_message(self, item, parent_id, known):
@@ -221,25 +240,60 @@ def _source_aliases(storage):
 
 
 class _Target:
-    """The memorylab session a conversation goes into: an existing one only if this very source
-    created it; a new one only once there is a message to write."""
+    """The memorylab session a conversation goes into: one this very conversation was imported into
+    before, or else a new one, made only once there is a message to write. A session of the same id
+    that another source's conversation went into leaves this one the next of ``id~2``, ``id~3``..."""
 
-    def __init__(self, run, source_session):
+    def __init__(self, run, source_session, ahead):
         self.run, self.source_session = run, source_session
-        self.key = (run.tenant_id, run.agent_id, check_identifier(source_session.memorylab_id, "session id"))
         self.origin = {"format": run.format_name, "id": source_session.source_id, "file": str(run.source)}
-        self.result = SessionImport(session_id=self.key[2], agent_id=run.agent_id, title=None)
-        pk = run.store.sessions.find(*self.key)
-        self.storage = None if pk is None else run.store.sessions.storage(pk)
-        if self.storage is not None:
-            stored = self.storage.info()["metadata"].get("source")
-            if not isinstance(stored, dict) or (stored.get("format"), stored.get("id")) != (run.format_name,
-                                                                                          source_session.source_id):
+        self.key, self.storage = self._place(check_identifier(source_session.memorylab_id, "session id"), ahead)
+        self.result = SessionImport(session_id=self.key[2], agent_id=run.agent_id, title=None,
+                                    existed=self.storage is not None)
+
+    def _place(self, session_id, ahead):
+        """(key, storage) of the session holding this conversation, or (key, None) of the first free id."""
+        catalog = self.run.store.sessions
+        for number in count(1):
+            key = (self.run.tenant_id, self.run.agent_id,
+                   session_id if number == 1 else check_identifier(f"{session_id}~{number}", "session id"))
+            pk = catalog.find(*key)
+            if pk is None:
+                return key, None
+            storage = catalog.storage(pk)
+            stored = storage.info()["metadata"].get("source")
+            if self._holds_this_conversation(stored, ahead):
+                return key, storage
+            if number == 1 and not self._from_this_source(stored):
                 raise ConflictError(
-                    f"session {self.key[2]!r} of agent {run.agent_id!r} exists and was not imported from this "
-                    f"{run.format_name} conversation; import it under another agent (--agent)"
+                    f"session {session_id!r} of agent {self.run.agent_id!r} exists and was not imported from "
+                    f"this {self.run.format_name} conversation; import it under another agent (--agent)"
                 )
-            self.result.existed = True
+
+    def _from_this_source(self, stored):
+        """Imported from a conversation of this format and id: this one, or another source's namesake."""
+        return isinstance(stored, dict) and (stored.get("format"), stored.get("id")) == (
+            self.run.format_name, self.source_session.source_id)
+
+    def _holds_this_conversation(self, stored, ahead):
+        """Imported from this conversation: same format and id, and it opened as this one opens. A
+        session recorded without an opening (by an earlier memorylab) is taken at its word."""
+        if not self._from_this_source(stored):
+            return False
+        opening = stored.get("opening")
+        if not isinstance(opening, dict) or self.source_session.opening_span == 0:
+            return True
+        span = opening.get("messages")
+        return is_integer(span) and span >= 0 and _Opening.of(ahead.first(span)) == opening
+
+    def stored_ids(self):
+        """The ids the session holds, this import's waiting ones included (a source may repeat a
+        conversation)."""
+        if self.storage is None:
+            return set()
+        if any(pk == self.storage.pk for pk, _ in self.run.pending):
+            self.run.flush()
+        return self.storage.message_ids()
 
     def write(self, message):
         if self.storage is None:
@@ -247,17 +301,55 @@ class _Target:
             self.storage = catalog.storage(catalog.ensure(*self.key, {"source": self.origin}))
         self.run.add(self.storage.pk, message)
 
-    def describe(self):
-        """The source's title and facts over the session's metadata; the first import's file stays
-        the recorded source."""
+    def describe(self, opening):
+        """The source's title and facts over the session's metadata, and how the conversation opens
+        now; the first import's file stays the recorded source."""
         metadata = self.storage.info()["metadata"]
-        described = {**metadata, **self.source_session.metadata,
-                     "source": {**self.origin, **(metadata.get("source") or {})}}
+        source = {**self.origin, **(metadata.get("source") or {})}
+        if opening is not None:
+            source["opening"] = opening
+        described = {**metadata, **self.source_session.metadata, "source": source}
         if self.source_session.title:
             described["title"] = self.source_session.title
         self.result.title = described.get("title")
         if described != metadata:
             self.storage.set_metadata(described)
+
+
+class _ReadAhead:
+    """A conversation's messages, the first few of which may be read before the rest (``read``)."""
+
+    def __init__(self, messages):
+        self.read, self.rest = [], iter(messages)
+
+    def first(self, span):
+        """The first ``span`` messages, fewer when the conversation has fewer."""
+        self.read.extend(islice(self.rest, max(span - len(self.read), 0)))
+        return self.read[:span]
+
+
+class _Opening:
+    """The digest of a conversation's first ``span`` messages (all when None) as the source gave them:
+    what a copy of the same conversation, or the same one grown, opens with too."""
+
+    def __init__(self, span):
+        self.span, self.count, self.digest = span, 0, hashlib.sha256()
+
+    @classmethod
+    def of(cls, items):
+        opening = cls(None)
+        for item in items:
+            opening.add(item)
+        return opening.record
+
+    def add(self, item):
+        if self.span is None or self.count < self.span:
+            self.digest.update(json.dumps(item.message, sort_keys=True, default=str).encode() + b"\n")
+            self.count += 1
+
+    @property
+    def record(self):
+        return {"messages": self.count, "digest": self.digest.hexdigest()[:16]}
 
 
 def _checked(item, source, imported_at):

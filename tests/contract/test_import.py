@@ -49,7 +49,10 @@ def test_a_json_list_is_one_conversation_with_its_tool_call_paired(store, tmp_pa
     request = to_openai(history)
     assert request[2]["tool_calls"][0]["id"] == request[3]["tool_call_id"] == "call_1"
     assert history[1]["metadata"]["source_id"] == "paris#1"
-    assert session.info["metadata"]["source"] == {"format": "openai-messages", "id": "paris", "file": str(path)}
+    source = session.info["metadata"]["source"]
+    assert {key: source[key] for key in ("format", "id", "file")} == {"format": "openai-messages", "id": "paris",
+                                                                      "file": str(path)}
+    assert source["opening"]["messages"] == 5  # what tells this paris.json from another one
 
 
 def test_jsonl_holds_one_conversation_per_line_in_either_layout(store, tmp_path):
