@@ -4,9 +4,12 @@
 size limit, token estimates), checks that each parent exists, and writes in batches. A message whose
 id the session already holds is skipped, so importing a source again adds only what it gained since.
 Any error rolls the whole import back; a dry run rolls back on purpose and reports what it would add.
+A SQLite source that fails while it is read is refused as a damaged source, never taken for damage to
+the store.
 """
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -87,7 +90,7 @@ def write_sessions(store, sessions: Iterable[SourceSession], *, source, format_n
     run = _Import(store, source, format_name, check_identifier(tenant_id, "tenant id"),
                   check_identifier(agent_id, "agent id"), progress)
     report = ImportReport(source=str(source), format=format_name, dry_run=dry_run)
-    sessions = iter(sessions)
+    sessions = _read_source(sessions, source)
     try:
         with store.transaction():
             for source_session in sessions:
@@ -103,6 +106,26 @@ def write_sessions(store, sessions: Iterable[SourceSession], *, source, format_n
     finally:
         _close(sessions)
     return report
+
+
+def _read_source(items, source):
+    """``items`` as they are read from the source, where a SQLite error raised by reading them (a
+    damaged page of a source database) is an ImportFormatError naming the source: inside the store's
+    transaction it would otherwise read as the store's own failure."""
+    items = iter(items)
+    try:
+        while True:
+            try:
+                item = next(items)
+            except StopIteration:
+                return
+            except sqlite3.Error as error:
+                raise source_error(source, "", f"SQLite cannot read it ({error}): this source file is damaged; "
+                                               f"salvage what is readable with `sqlite3 {source} .recover` into a "
+                                               "new file and import that") from None
+            yield item
+    finally:
+        _close(items)
 
 
 def _close(reader):
@@ -133,7 +156,7 @@ class _Import:
         result = target.result
         known = target.storage.message_ids() if target.storage else set()
         parents, previous = set(), None
-        messages = iter(source_session.messages)
+        messages = _read_source(source_session.messages, self.source)
         try:
             for item in messages:
                 self._advance()
