@@ -32,6 +32,8 @@ from .schema import sqlite_json_words
 if TYPE_CHECKING:
     import sqlite_utils
 
+_COMPANIONS = ("-wal", "-shm", "-journal")
+"""The files SQLite keeps beside a database, named after it."""
 _READ_ONLY = "attempt to write a readonly database"
 _FULL = "database or disk is full"
 _FAULTS = (
@@ -70,6 +72,17 @@ def _write_protected(path) -> bool:
     anyway, but whoever took every write bit away meant it to stay as it is."""
     return not os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids) \
         or not path.stat().st_mode & 0o222
+
+
+def writes_over(database, path) -> bool:
+    """Whether ``path``, however spelt (relative, through a symlink, a hard link), is the SQLite file
+    ``database`` or one SQLite keeps beside it: writing there would destroy the database."""
+    own = Path(database).expanduser().resolve()
+    target = Path(path).expanduser()
+    for file in (own, *(own.with_name(own.name + suffix) for suffix in _COMPANIONS)):
+        if target.resolve() == file or target.exists() and file.exists() and os.path.samefile(target, file):
+            return True
+    return False
 
 
 def _wal_is_empty(file) -> bool:
@@ -207,6 +220,10 @@ class SQLiteStore(Store):
                 "opened read-only, it cannot be migrated: open it once with write permission (or read it with the "
                 "memorylab that wrote it)"
             )
+
+    def holds_file(self, path) -> bool:
+        """Whether writing to the file at ``path`` would write over this store (``writes_over``)."""
+        return self.path not in (":memory:", "") and writes_over(self.path, path)
 
     @property
     def db(self) -> sqlite_utils.Database:
