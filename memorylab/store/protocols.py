@@ -315,6 +315,9 @@ class ExperimentStorage(Protocol):
 
     def add_run(self, experiment_pk: int, run: dict) -> int: ...
 
+    def open_trial(self, experiment_pk: int, run: dict) -> tuple[int, int]:
+        """The trial's first run, numbered in its own transaction: ``(run key, trial)``."""
+
     def runs(self, experiment_pk: int, *, trial: int | None = None, with_context: bool = False) -> list[dict]: ...
 
     def run_context(self, run_pk: int) -> list | None: ...
