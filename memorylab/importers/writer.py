@@ -219,6 +219,7 @@ class _Target:
         self.key = (run.tenant_id, run.agent_id, check_identifier(source_session.memorylab_id, "session id"))
         self.origin = {"format": run.format_name, "id": source_session.source_id, "file": str(run.source)}
         self.result = SessionImport(session_id=self.key[2], agent_id=run.agent_id, title=None)
+        run.store.sessions.hold_name(*self.key)  # an import of the same source at once waits for this one
         pk = run.store.sessions.find(*self.key)
         self.storage = None if pk is None else run.store.sessions.storage(pk)
         if self.storage is not None:

@@ -151,6 +151,9 @@ class SessionCatalog(Protocol):
 
     def find(self, tenant_id: str, agent_id: str, session_id: str) -> int | None: ...
 
+    def hold_name(self, tenant_id: str, agent_id: str, session_id: str) -> None:
+        """Until the caller's transaction ends, writers holding this name too wait, session or not yet."""
+
     def ensure(self, tenant_id: str, agent_id: str, session_id: str, metadata: dict | None = None) -> int:
         """The session's key, creating it (and registering its agent) when it does not exist."""
 
