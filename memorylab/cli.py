@@ -242,6 +242,18 @@ def _show_run(done, total, run):
     print(f"[{done}/{total}] {run['arm']} on {run['case_name']}: {outcome}", file=sys.stderr, flush=True)
 
 
+OUTPUT_OPTIONS = {"export": (("output", "-o"),), "eval": (("json", "--json"),), "audit": (("json", "--json"),)}
+"""By command, the options naming a file it writes (``args`` attribute, option): none may be the open store."""
+
+
+def _refuse_writing_over(store, args):
+    for name, option in OUTPUT_OPTIONS.get(args.command, ()):
+        path = getattr(args, name)
+        if path and store.holds_file(path):
+            raise InvalidInputError(f"{option} {path} is the store {store.path} (or a file SQLite keeps beside it): "
+                                    "writing there would destroy the store; nothing was done, name another file")
+
+
 COMMANDS = {"audit": _audit, "eval": _eval, "demo": _demo, "import": _import, "export": _export, "stats": _stats, "check": _check}
 
 
@@ -270,6 +282,7 @@ def main(argv=None):
                 and not Path(args.db).exists():
             raise MemoryLabError(f"no database at {args.db} (create one with: memorylab --db {args.db} demo)")
         with Store(args.db) as store:
+            _refuse_writing_over(store, args)
             return COMMANDS[args.command](store, args) or 0
     except (MemoryLabError, OSError) as error:
         # One line, no traceback: the engine's refusals, the database's failures (a StoreError), and a

@@ -52,6 +52,11 @@ class StoreError(MemoryLabError):
     back, a lost server, a full disk, no write permission. ``__cause__`` is the driver's own error."""
 
 
+class NotAStoreError(StoreError):
+    """A SQLite file holds another program's tables and not memorylab's (an Agents SDK or llm database):
+    it was opened read-only and left as it was. ``memorylab import`` reads its conversations."""
+
+
 class StoreBusyError(StoreError):
     """Another writer held what a write needed for longer than the store's timeout; nothing was changed."""
 

@@ -25,6 +25,7 @@ from .io import export_session
 from .history.session import Session
 from .store import ALL_TENANTS, Store, is_postgres_url
 from .store.bulk import TABLES, table_columns
+from .store.sqlite import writes_over
 
 BATCH = 1000
 """Rows per read, and per write of a table's rows."""
@@ -97,6 +98,7 @@ def copy_store(source, target, *, progress=None, batch=BATCH):
     rows is a ConflictError, a copy that does not verify a MigrationError; either way, and on any
     other error, nothing is written to the target.
     """
+    _refuse_writing_over(source, target)
     new_file = _new_sqlite_file(target)
     try:
         with ExitStack() as stack:
@@ -116,6 +118,20 @@ def copy_store(source, target, *, progress=None, batch=BATCH):
             for leftover in (new_file, *(new_file.with_name(new_file.name + end) for end in ("-wal", "-shm"))):
                 leftover.unlink(missing_ok=True)
         raise
+
+
+def _sqlite_file(side):
+    """The SQLite file a side of the copy is or names; None for a server or memory."""
+    name = side.path if isinstance(side, Store) else str(side)
+    return None if is_postgres_url(name) or name in (":memory:", "") else name
+
+
+def _refuse_writing_over(source, target):
+    """Refuse, before either is opened, a target that is the source's file or one SQLite keeps beside it."""
+    source_file, target_file = _sqlite_file(source), _sqlite_file(target)
+    if source_file and target_file and writes_over(source_file, target_file):
+        raise InvalidInputError(f"{target_file} is the source store {source_file} (or a file SQLite keeps beside "
+                                "it): copying into it would destroy the source; nothing was done, name a new file")
 
 
 def _new_sqlite_file(target):

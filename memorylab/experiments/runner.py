@@ -99,20 +99,21 @@ def run_trial(store, experiment_pk, spec, branches, *, concurrency=None, progres
     stored, each as ``store.experiments.runs`` reads it back (its key, no context), in the order they finished.
 
     ``progress(done, total, run)`` is called after each run is stored; setting the ``cancel`` event
-    stops runs that have not started (those running finish and are kept).
+    stops runs that have not started (those running finish and are kept). The trial's number is taken
+    by its first stored run, so trials started at once number themselves apart; one that stored no run
+    reports the number its first run would have taken.
     """
-    trial = store.experiments.next_trial(experiment_pk)
     tasks = [(arm, branches[case.name]) for arm in spec.arms for case in spec.cases]
     cancel = cancel or threading.Event()
     with ThreadPoolExecutor(max_workers=concurrency or spec.concurrency, thread_name_prefix="experiment") as pool:
         pending = {pool.submit(_unless_cancelled, cancel, arm, branch, spec.grader, allowed_hosts)
                    for arm, branch in tasks}
         try:
-            runs = _store_as_finished(store, experiment_pk, trial, pending, len(tasks), progress, cancel)
+            trial, runs = _store_as_finished(store, experiment_pk, pending, len(tasks), progress, cancel)
         except BaseException:  # an interrupt or a failed write: runs not started never start
             pool.shutdown(wait=False, cancel_futures=True)
             raise
-    return trial, runs
+    return (store.experiments.next_trial(experiment_pk) if trial is None else trial), runs
 
 
 def _unless_cancelled(cancel, arm, branch, grader, allowed_hosts):
@@ -120,19 +121,23 @@ def _unless_cancelled(cancel, arm, branch, grader, allowed_hosts):
     return None if cancel.is_set() else run_one(arm, branch, grader, allowed_hosts=allowed_hosts)
 
 
-def _store_as_finished(store, experiment_pk, trial, pending, total, progress, cancel):
-    stored = []
+def _store_as_finished(store, experiment_pk, pending, total, progress, cancel):
+    """``(trial, runs)``: each run stored as it finishes, the first opening the trial (None: none stored)."""
+    trial, stored = None, []
     while pending:
         finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
         for future in finished:
             if future.cancelled() or future.result() is None:
                 continue
+            if trial is None:
+                pk, trial = store.experiments.open_trial(experiment_pk, future.result())
+            else:
+                pk = store.experiments.add_run(experiment_pk, future.result() | {"trial": trial})
             run = future.result() | {"trial": trial}
-            pk = store.experiments.add_run(experiment_pk, run)
             stored.append({"pk": pk} | {key: value for key, value in run.items() if key != "context"})
             if progress is not None:
                 progress(len(stored), total, run)
         if cancel.is_set():
             for future in pending:
                 future.cancel()
-    return stored
+    return trial, stored

@@ -6,11 +6,14 @@ id the session already holds is skipped, so importing a source again adds only w
 a conversation goes only into a session that opened as it opens, so another source's namesake gets
 a session of its own (``id~2``).
 Any error rolls the whole import back; a dry run rolls back on purpose and reports what it would add.
+A SQLite source that fails while it is read is refused as a damaged source, never taken for damage to
+the store.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -94,7 +97,7 @@ def write_sessions(store, sessions: Iterable[SourceSession], *, source, format_n
     run = _Import(store, source, format_name, check_identifier(tenant_id, "tenant id"),
                   check_identifier(agent_id, "agent id"), progress)
     report = ImportReport(source=str(source), format=format_name, dry_run=dry_run)
-    sessions = iter(sessions)
+    sessions = _read_source(sessions, source)
     try:
         with rolled_back(store) if dry_run else store.transaction():
             for source_session in sessions:
@@ -121,6 +124,26 @@ def rolled_back(store):
         pass
 
 
+def _read_source(items, source):
+    """``items`` as they are read from the source, where a SQLite error raised by reading them (a
+    damaged page of a source database) is an ImportFormatError naming the source: inside the store's
+    transaction it would otherwise read as the store's own failure."""
+    items = iter(items)
+    try:
+        while True:
+            try:
+                item = next(items)
+            except StopIteration:
+                return
+            except sqlite3.Error as error:
+                raise source_error(source, "", f"SQLite cannot read it ({error}): this source file is damaged; "
+                                               f"salvage what is readable with `sqlite3 {source} .recover` into a "
+                                               "new file and import that") from None
+            yield item
+    finally:
+        _close(items)
+
+
 def _close(reader):
     """Close a reader's generator now: one abandoned by an error would otherwise hold its source
     open until it is collected, perhaps on another thread."""
@@ -145,7 +168,7 @@ class _Import:
     def session(self, source_session):
         """The conversation's new messages, then its overlays, then its title and metadata (which a
         streaming reader may fill in while its messages are read); None for one without messages."""
-        ahead = _ReadAhead(source_session.messages)
+        ahead = _ReadAhead(_read_source(source_session.messages, self.source))
         try:
             return self._write(_Target(self, source_session, ahead), chain(ahead.read, ahead.rest))
         finally:
@@ -257,6 +280,7 @@ class _Target:
         for number in count(1):
             key = (self.run.tenant_id, self.run.agent_id,
                    session_id if number == 1 else check_identifier(f"{session_id}~{number}", "session id"))
+            catalog.hold_name(*key)  # an import of the same source at once waits for this one
             pk = catalog.find(*key)
             if pk is None:
                 return key, None

@@ -67,11 +67,14 @@ class Store:
     # _session_rows_between(alias, low, high): a session's rows in a seq range; close(); path (safe to
     # show); db; search_engine; _full_text(kind, query) for search; the expressions _instant,
     # _json_text, _json_values, _json_words, _glob and _glob_pattern; _NO_LIMIT. It may override
-    # _searchable, _FOR_UPDATE, _CHAIN_LATEST, _INTEGRITY, _BULK and read_only.
+    # _searchable, _FOR_UPDATE, _NAME_LOCK, _CHAIN_LATEST, _INTEGRITY, _BULK and read_only.
 
     _FOR_UPDATE = ""
     """Appended to the read that starts a session write: where writers do not queue for the whole
     database (PostgreSQL), it locks the session row so its appends and overlays happen one at a time."""
+    _NAME_LOCK = None
+    """A statement that holds the name ``:name`` until the transaction ends, where writers do not queue
+    for the whole database (PostgreSQL): two writers of a session that may not exist yet take turns."""
     _CHAIN_LATEST = False
     """Whether an append writes the message and moves the session's newest pointer in one statement."""
     _INTEGRITY = Integrity
@@ -101,6 +104,10 @@ class Store:
 
     def __repr__(self):
         return f"{type(self).__name__}({self.path!r})"
+
+    def holds_file(self, path) -> bool:
+        """Whether writing to the file at ``path`` would write over this store (a server's store is no file)."""
+        return False
 
     def _searchable(self, text):
         """The copy of a message's text that search indexes (a backend may have to adapt it)."""

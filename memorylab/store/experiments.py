@@ -73,10 +73,15 @@ class ExperimentRecords(Repository):
                          for case in cases for position, probe in enumerate(case["probes"])])
         return pk
 
+    @staticmethod
+    def _lock(conn, where, params):
+        """Lock the experiment's row until the transaction ends (PostgreSQL; SQLite's write transaction
+        holds the whole file already)."""
+        conn.execute(f"UPDATE experiments SET updated_at = updated_at WHERE {where}", params)
+
     def _check_unchanged(self, conn, tenant_id, name, expected):
-        """Lock the experiment's row (PostgreSQL; SQLite's write transaction holds the whole file
-        already) and refuse when its stored definition is not at version ``expected``."""
-        conn.execute("UPDATE experiments SET updated_at = updated_at WHERE tenant_id = ? AND name = ?", (tenant_id, name))
+        """Lock the experiment's row and refuse when its stored definition is not at version ``expected``."""
+        self._lock(conn, "tenant_id = ? AND name = ?", (tenant_id, name))
         stored = self.definition(tenant_id, name)
         check_version(f"experiment {name!r}", expected, MISSING if stored is None else stored["version"], stored)
 
@@ -157,12 +162,26 @@ class ExperimentRecords(Repository):
 
     def add_run(self, experiment_pk, run) -> int:
         """Store one arm's run on one case (``run`` has every key of ``RUN_COLUMNS``); returns its key."""
-        values = [dumps(run[c]) if c in _RUN_JSON and run[c] is not None else run[c] for c in RUN_COLUMNS]
         with self.transaction() as conn:
-            return conn.execute(
-                f"INSERT INTO experiment_runs (experiment_pk, {', '.join(RUN_COLUMNS)})"
-                f" VALUES ({', '.join('?' * (len(RUN_COLUMNS) + 1))}) RETURNING pk", (experiment_pk, *values),
-            ).fetchone()[0]
+            return self._insert_run(conn, experiment_pk, run)
+
+    def open_trial(self, experiment_pk, run) -> tuple[int, int]:
+        """Store the first run of a new trial (``run`` as ``add_run`` takes it, less its ``trial``),
+        numbered after the newest trial in the same transaction, the experiment's row locked, so that
+        trials started at once never share a number. Returns ``(the run's key, the trial)``."""
+        with self.transaction() as conn:
+            self._lock(conn, "pk = ?", (experiment_pk,))
+            trial = conn.execute("SELECT COALESCE(MAX(trial), 0) + 1 FROM experiment_runs WHERE experiment_pk = ?",
+                                 (experiment_pk,)).fetchone()[0]
+            return self._insert_run(conn, experiment_pk, run | {"trial": trial}), trial
+
+    @staticmethod
+    def _insert_run(conn, experiment_pk, run):
+        values = [dumps(run[c]) if c in _RUN_JSON and run[c] is not None else run[c] for c in RUN_COLUMNS]
+        return conn.execute(
+            f"INSERT INTO experiment_runs (experiment_pk, {', '.join(RUN_COLUMNS)})"
+            f" VALUES ({', '.join('?' * (len(RUN_COLUMNS) + 1))}) RETURNING pk", (experiment_pk, *values),
+        ).fetchone()[0]
 
     def runs(self, experiment_pk, *, trial=None, with_context=False) -> list[dict]:
         """Runs by trial, arm position and case position (``trial`` None: every trial). The context,

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from ..errors import StoreBusyError, StoreError, StoreReadOnlyError
 from . import schema
 from .repository import Repository
-from .rows import HAS_TOOL_PART, JSON_KINDS, MESSAGE_COLUMNS, json_problem, session_name, unreadable_message
+from .rows import HAS_TOOL_PART, JSON_KINDS, MESSAGE_COLUMNS, document_problems, session_name, unreadable_message
 
 _FTS_CONTENT = re.compile(r"\bcontent\s*=\s*'([^']*)'")
 _FTS_CONTENT_ROWID = re.compile(r"\bcontent_rowid\s*=\s*'([^']*)'")
@@ -163,8 +163,7 @@ class Integrity(Repository):
         sql = f"SELECT t.*{named} FROM {table} t{joins} WHERE {{after}}"
         for rows in self._batches(sql, _KEYS[table], batch):
             for row in rows:
-                problems = [f"its stored {column} {problem}" for column, kind in JSON_KINDS[table].items()
-                            if row[column] is not None and (problem := json_problem(row[column], kind))]
+                problems = document_problems(table, row)
                 if problems:
                     found.append({"table": table, "key": {c: row[c] for c in _KEYS[table]},
                                   "problem": f"{_ROW_NAMES[table](row)}: {'; '.join(problems)}",

@@ -160,6 +160,7 @@ class PostgresStore(Store):
     """``Store("postgresql://user@host/db")``: the same contract as the SQLite file, on a server."""
 
     _FOR_UPDATE = " FOR NO KEY UPDATE"
+    _NAME_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(:name, 0))"
     _CHAIN_LATEST = True  # a data-modifying WITH runs whether or not its rows are read: one round trip
     _NO_LIMIT = None
     _INTEGRITY = PostgresIntegrity

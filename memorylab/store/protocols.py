@@ -151,6 +151,9 @@ class SessionCatalog(Protocol):
 
     def find(self, tenant_id: str, agent_id: str, session_id: str) -> int | None: ...
 
+    def hold_name(self, tenant_id: str, agent_id: str, session_id: str) -> None:
+        """Until the caller's transaction ends, writers holding this name too wait, session or not yet."""
+
     def ensure(self, tenant_id: str, agent_id: str, session_id: str, metadata: dict | None = None) -> int:
         """The session's key, creating it (and registering its agent) when it does not exist."""
 
@@ -314,6 +317,9 @@ class ExperimentStorage(Protocol):
     def trials(self, experiment_pk: int) -> list[dict]: ...
 
     def add_run(self, experiment_pk: int, run: dict) -> int: ...
+
+    def open_trial(self, experiment_pk: int, run: dict) -> tuple[int, int]:
+        """The trial's first run, numbered in its own transaction: ``(run key, trial)``."""
 
     def runs(self, experiment_pk: int, *, trial: int | None = None, with_context: bool = False) -> list[dict]: ...
 

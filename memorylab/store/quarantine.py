@@ -15,7 +15,7 @@ from ..messages import utc_now_iso
 from . import schema
 from .bulk import table_columns
 from .repository import Repository
-from .rows import JSON_KINDS, dumps, json_problem, session_name
+from .rows import JSON_KINDS, dumps, json_problem, row_problem, session_name
 
 _TABLES = {table.name: table for table in schema.TABLES}
 OWNERS = {column.references.split("(")[0] for table in schema.TABLES for column in table.columns if column.references}
@@ -34,12 +34,13 @@ def _where(key):
 class Quarantine(Repository):
     def set_aside(self, table, key, reason) -> dict | None:
         """Set the row of ``table`` with primary key ``key`` (a dict) aside because of ``reason``, in one
-        transaction. Returns what was done: ``{"quarantined": [pk, ...], "reset": [column, ...],
-        "children": n, "new_parent": id, "overlays": n, "pins": n}`` (the last four for a message),
-        or None when the row is gone."""
+        transaction that first reads it again, locked, so that a row rewritten since it was found damaged
+        stays as it was rewritten. Returns what was done: ``{"quarantined": [pk, ...], "reset": [column,
+        ...], "children": n, "new_parent": id, "overlays": n, "pins": n}`` (the last four for a message),
+        or None when the row is gone or reads again."""
         with self.transaction() as conn:
             row = self._stored(conn, table, key)
-            if row is None:
+            if row is None or row_problem(table, row) is None:
                 return None
             done = {"quarantined": [self._keep(conn, table, key, row, reason)], "reset": []}
             if table in OWNERS:
@@ -54,7 +55,8 @@ class Quarantine(Repository):
     def _stored(self, conn, table, key):
         columns = table_columns(table)
         where, values = _where(key)
-        found = conn.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE {where}", values).fetchone()
+        found = conn.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE {where}{self._store._FOR_UPDATE}",
+                             values).fetchone()
         return None if found is None else dict(zip(columns, tuple(found)))
 
     def _keep(self, conn, table, key, row, reason) -> int:

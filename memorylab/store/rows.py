@@ -133,6 +133,19 @@ def unreadable_message(row):
     return None
 
 
+def document_problems(table, row) -> list[str]:
+    """What is wrong with each stored JSON document of a row of ``table`` (its columns by name)."""
+    return [f"its stored {column} {problem}" for column, kind in JSON_KINDS[table].items()
+            if row[column] is not None and (problem := json_problem(row[column], kind))]
+
+
+def row_problem(table, row) -> str | None:
+    """Why reads refuse a stored row of ``table`` (its columns by name), or None when they read it."""
+    if table == "messages":
+        return unreadable_message(tuple(row[column] for column in MESSAGE_COLUMNS.split(", ")))
+    return "; ".join(document_problems(table, row)) or None
+
+
 def session_name(row):
     """``session 's1'``, with its agent and tenant where they are not the default: how reads and
     ``memorylab check`` name a session (``row`` has its ``tenant_id``, ``agent_id``, ``session_id``)."""

@@ -154,6 +154,15 @@ class SqlSessionCatalog(Repository):
         )
         return row["pk"] if row else None
 
+    def hold_name(self, tenant_id, agent_id, session_id) -> None:
+        """Inside the caller's transaction, keep other writers that hold this name too from creating or
+        filling the session until it ends, whether the session exists yet or not, so that what ``find``
+        and ``message_ids`` answer stays true (an import reads what a session holds, then writes the
+        rest). SQLite's write transaction holds the whole file already."""
+        if self._store._NAME_LOCK:
+            with self.transaction() as conn:
+                conn.execute(self._store._NAME_LOCK, {"name": dumps([tenant_id, agent_id, session_id])})
+
     def ensure(self, tenant_id, agent_id, session_id, metadata=None) -> int:
         """The key of a session, created (with ``metadata``) when it does not exist yet."""
         with self.transaction() as conn:

@@ -21,17 +21,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import StoreBusyError, StoreError, StoreFullError, StoreReadOnlyError
+from ..errors import NotAStoreError, StoreBusyError, StoreError, StoreFullError, StoreReadOnlyError
 from .core import SNIPPET_MARKS, SearchEngine, Store, unstorable
 from .ddl import SQLiteDDL
 from .fts import FullText, fts_query
 from .integrity import SQLiteIntegrity
 from .migrations import SCHEMA_VERSION, migrate
-from .schema import sqlite_json_words
+from .schema import TABLES, sqlite_json_words
 
 if TYPE_CHECKING:
     import sqlite_utils
 
+_COMPANIONS = ("-wal", "-shm", "-journal")
+"""The files SQLite keeps beside a database, named after it."""
 _READ_ONLY = "attempt to write a readonly database"
 _FULL = "database or disk is full"
 _FAULTS = (
@@ -70,6 +72,30 @@ def _write_protected(path) -> bool:
     anyway, but whoever took every write bit away meant it to stay as it is."""
     return not os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids) \
         or not path.stat().st_mode & 0o222
+
+
+def writes_over(database, path) -> bool:
+    """Whether ``path``, however spelt (relative, through a symlink, a hard link), is the SQLite file
+    ``database`` or one SQLite keeps beside it: writing there would destroy the database."""
+    own = Path(database).expanduser().resolve()
+    target = Path(path).expanduser()
+    for file in (own, *(own.with_name(own.name + suffix) for suffix in _COMPANIONS)):
+        if target.resolve() == file or target.exists() and file.exists() and os.path.samefile(target, file):
+            return True
+    return False
+
+
+_STORE_TABLES = {table.name for table in TABLES}
+
+
+def _foreign_tables(conn) -> list[str]:
+    """The schema objects of another program in the database on ``conn``, found by reading only: none
+    for a memorylab store (a version recorded, tables of memorylab's there, even if some were dropped
+    behind its back) or a file that holds nothing yet."""
+    names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
+                                            " ORDER BY type = 'table' DESC, name")]
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    return [] if version > 0 and _STORE_TABLES.intersection(names) else names
 
 
 def _wal_is_empty(file) -> bool:
@@ -149,9 +175,11 @@ class SQLiteStore(Store):
         except OSError as error:
             raise StoreError(f"cannot open {self.path} ({error}): name a file in a folder this user may write in") \
                 from error
-        self._conn = self._connect(str(file))
         self._reader_uri = f"{file.resolve().as_uri()}?mode=ro"
         try:
+            if file.exists() and file.stat().st_size:
+                self._refuse_foreign(self._reader_uri)
+            self._conn = self._connect(str(file))
             self._set_up(writable=True)
         except StoreFullError as full:
             try:
@@ -168,8 +196,26 @@ class SQLiteStore(Store):
         if _wal_is_empty(file) and (why == "protected" and _write_protected(file.parent) or why == "full"):
             uri += "&immutable=1"
         self._reader_uri = uri
+        self._refuse_foreign(uri)
         self._conn = self._connect(uri, uri=True)
         self._set_up(writable=False)
+
+    def _refuse_foreign(self, uri):
+        """Refuse another program's database (an Agents SDK or llm file) before anything can write to it:
+        a read-only connection of its own reads whether it holds tables and none of memorylab's."""
+        conn = self._connect(uri, uri=True)
+        try:
+            foreign = _foreign_tables(conn)
+        except sqlite3.Error as error:
+            raise self._clear_error(error) from error
+        finally:
+            conn.close()
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise NotAStoreError(
+                f"{self.path} is not a memorylab store: it holds another program's tables ({shown}) and none of "
+                "memorylab's. It was opened read-only and was not changed. To bring its conversations into "
+                f"memorylab, import it into a store: memorylab --db LAB.db import {self.path}")
 
     def _set_up(self, writable):
         """Connection settings, then migrations or, read-only, a check that none is due. Only a new or
@@ -207,6 +253,10 @@ class SQLiteStore(Store):
                 "opened read-only, it cannot be migrated: open it once with write permission (or read it with the "
                 "memorylab that wrote it)"
             )
+
+    def holds_file(self, path) -> bool:
+        """Whether writing to the file at ``path`` would write over this store (``writes_over``)."""
+        return self.path not in (":memory:", "") and writes_over(self.path, path)
 
     @property
     def db(self) -> sqlite_utils.Database:

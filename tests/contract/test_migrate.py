@@ -282,7 +282,7 @@ def test_cli_migrate_prints_progress_and_a_verified_summary(lab, postgres_url, c
 
 @pytest.mark.parametrize("args, fragment", [
     (["--from", "{tmp}/absent.db", "--to", "{tmp}/new.db"], "no database at"),
-    (["--from", "{lab}", "--to", "{lab}"], "already holds"),
+    (["--from", "{lab}", "--to", "{lab}"], "is the source store"),
 ])
 def test_cli_migrate_errors_are_one_line(lab, tmp_path, capsys, args, fragment):
     assert main(["migrate", *(a.format(tmp=tmp_path, lab=lab) for a in args)]) == 1
