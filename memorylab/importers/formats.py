@@ -6,14 +6,13 @@ are filed under unless the caller names one, a ``detect`` that looks at a ``Sour
 """
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from .source import SourceSession
+from .source import SourceSession, loads
 
 PROBE_BYTES = 256 * 1024
 PROBE_LINES = 8
@@ -21,8 +20,18 @@ PROBE_LINES = 8
 
 def open_readonly(path) -> sqlite3.Connection:
     """A connection to a SQLite source that cannot write to it. Shareable across threads: a reader
-    abandoned mid-import may be closed by whichever thread collects its generator."""
-    return sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    abandoned mid-import may be closed by whichever thread collects its generator. Text that is not
+    UTF-8 reads as bytes, for the reader to refuse by row rather than the cursor for the whole table."""
+    conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    conn.text_factory = _text_or_bytes
+    return conn
+
+
+def _text_or_bytes(data: bytes):
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
 
 
 @dataclass(frozen=True)
@@ -86,7 +95,7 @@ class SourceProbe:
             if not line.strip():
                 continue
             try:
-                values.append(json.loads(line))
+                values.append(loads(line))
             except ValueError:
                 break
             if len(values) == PROBE_LINES:
@@ -99,7 +108,7 @@ class SourceProbe:
         if self.text is None or len(self.head) == PROBE_BYTES:
             return None
         try:
-            return json.loads(self.text)
+            return loads(self.text)
         except ValueError:
             return None
 
