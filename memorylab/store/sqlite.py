@@ -72,7 +72,7 @@ def _write_protected(path) -> bool:
         or not path.stat().st_mode & 0o222
 
 
-def _wal_is_empty(file) -> bool:
+def wal_is_empty(file) -> bool:
     """Whether every committed change is in the file itself, so that it can be read as it lies on disk."""
     wal = Path(f"{file}-wal")
     return not wal.exists() or wal.stat().st_size == 0
@@ -165,7 +165,7 @@ class SQLiteStore(Store):
         it is read as it lies on disk (SQLite's ``immutable``), which takes no lock either."""
         self._opened_read_only = why
         uri = f"{file.resolve().as_uri()}?mode=ro"
-        if _wal_is_empty(file) and (why == "protected" and _write_protected(file.parent) or why == "full"):
+        if wal_is_empty(file) and (why == "protected" and _write_protected(file.parent) or why == "full"):
             uri += "&immutable=1"
         self._reader_uri = uri
         self._conn = self._connect(uri, uri=True)
