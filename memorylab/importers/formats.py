@@ -15,6 +15,7 @@ from pathlib import Path
 from ..errors import ImportFormatError
 from ..store.sqlite import wal_is_empty
 from .source import SourceSession, loads
+from .spool import watch
 
 PROBE_BYTES = 256 * 1024
 PROBE_LINES = 8
@@ -54,6 +55,7 @@ def _in_wal_mode(path) -> bool:
 def _connect(uri):
     conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
     conn.text_factory = _text_or_bytes
+    watch(conn)
     return conn
 
 
