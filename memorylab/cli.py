@@ -12,12 +12,13 @@ from .audit.files import audit_files
 from .audit.report import write_audits
 from .check import check_database, repair_database
 from .errors import DamagedRowWarning, InvalidInputError, MemoryLabError
-from .importers import FORMATS, detect_format, import_source, memorylab_export, source_format
+from .importers import FORMATS, ReadBudget, detect_format, import_source, memorylab_export, source_format
 from .io import write_export
 from .migrate import copy_store
 from .lab.samples import load_samples
 from .history.session import Session
 from .store import Store, is_postgres_url
+from .store.sqlite import writes_over
 
 DEFAULT_DB = os.environ.get("MEMORYLAB_DB", "memorylab.db")
 
@@ -56,6 +57,11 @@ def build_parser():
     imp.add_argument("--dry-run", action="store_true", help="write nothing; report what the import would add")
     imp.add_argument("--session-id", help="a memorylab export only: store it under this id instead of the file's")
     imp.add_argument("--replace", action="store_true", help="a memorylab export only: replace a session with its id")
+    imp.add_argument("--max-read-seconds", type=float, metavar="SECONDS",
+                     help="refuse a source that takes longer to read (default: $MEMORYLAB_IMPORT_MAX_SECONDS or 600)")
+    imp.add_argument("--max-read-bytes", type=int, metavar="BYTES",
+                     help="refuse a source whose read fills more disk: the spooled messages and SQLite's temporary "
+                          "files (default: $MEMORYLAB_IMPORT_MAX_BYTES or 8 GiB)")
 
     exp = command("export", help="export one session, all branches and overlays, as JSON")
     exp.add_argument("session_id")
@@ -127,7 +133,8 @@ def _import(store, args):
                              f"{chosen.label}, whose sessions keep their ids and are merged, never replaced")
     else:
         report = import_source(store, args.file, format=chosen.name, agent_id=args.agent, tenant_id=args.tenant,
-                               dry_run=args.dry_run, progress=lambda done: _show_progress("messages read", done))
+                               dry_run=args.dry_run, progress=lambda done: _show_progress("messages read", done),
+                               budget=ReadBudget.configured(args.max_read_seconds, args.max_read_bytes))
         if sys.stderr.isatty():
             print(file=sys.stderr)
     print(report)
@@ -246,10 +253,15 @@ OUTPUT_OPTIONS = {"export": (("output", "-o"),), "eval": (("json", "--json"),), 
 """By command, the options naming a file it writes (``args`` attribute, option): none may be the open store."""
 
 
+def _is_store_file(store, path) -> bool:
+    """Whether writing to ``path`` would write over the SQLite file of ``store`` (a server's store is no file)."""
+    return not is_postgres_url(store.path) and store.path not in (":memory:", "") and writes_over(store.path, path)
+
+
 def _refuse_writing_over(store, args):
     for name, option in OUTPUT_OPTIONS.get(args.command, ()):
         path = getattr(args, name)
-        if path and store.holds_file(path):
+        if path and _is_store_file(store, path):
             raise InvalidInputError(f"{option} {path} is the store {store.path} (or a file SQLite keeps beside it): "
                                     "writing there would destroy the store; nothing was done, name another file")
 

@@ -12,6 +12,7 @@ from ..errors import ImportFormatError
 from . import claude_code, langgraph, llm_logs, memorylab_export, openai_agents, openai_messages
 from .formats import SourceFormat, SourceProbe
 from .source import PREVIOUS, SourceMessage, SourceOverlay, SourceSession
+from .spool import ReadBudget, spool
 from .writer import ImportReport, SessionImport, write_sessions
 
 FORMATS = {
@@ -47,7 +48,7 @@ def source_format(name) -> SourceFormat:
 
 
 def import_source(store, path, *, format="auto", agent_id=None, tenant_id=None, dry_run=False,
-                  progress=None, name=None) -> ImportReport:
+                  progress=None, name=None, budget: ReadBudget | None = None) -> ImportReport:
     """Import every conversation in the file at ``path`` into ``store`` and report what was added.
 
     ``format`` is a name of ``FORMATS`` or "auto" (detected by content). Sessions are filed under
@@ -57,6 +58,8 @@ def import_source(store, path, *, format="auto", agent_id=None, tenant_id=None, 
     ``dry_run`` writes nothing and reports what an import would add, or refuses what it would refuse.
     ``progress(messages_read)`` is called every thousand messages and at the end. ``name`` is how
     reports and the sessions' metadata call the source (default: the path), e.g. an uploaded file's name.
+    The source is read whole, into a spool on disk, before the write transaction begins, within
+    ``budget`` (default ``ReadBudget.configured()``: 600 s and 8 GiB unless the environment says otherwise).
     """
     path, tenant_id = Path(path), tenant_id or "default"
     chosen = detect_format(path) if format == "auto" else source_format(format)
@@ -65,13 +68,18 @@ def import_source(store, path, *, format="auto", agent_id=None, tenant_id=None, 
     if chosen is memorylab_export.FORMAT:
         return memorylab_export.import_export(store, path, agent_id=agent_id, tenant_id=tenant_id, dry_run=dry_run,
                                               name=name)
-    return write_sessions(
-        store, chosen.read(path), source=name or path, format_name=chosen.name, agent_id=agent_id or chosen.agent_id,
-        tenant_id=tenant_id, dry_run=dry_run, progress=progress,
-    )
+    spooled = spool(chosen.read, path, name or path, budget or ReadBudget.configured())
+    try:
+        return write_sessions(
+            store, spooled.replay(), source=name or path, format_name=chosen.name,
+            agent_id=agent_id or chosen.agent_id, tenant_id=tenant_id or "default", dry_run=dry_run, progress=progress,
+        )
+    finally:
+        spooled.close()
 
 
 __all__ = [
-    "FORMATS", "ImportReport", "PREVIOUS", "SessionImport", "SourceFormat", "SourceMessage", "SourceOverlay",
+    "FORMATS", "ImportReport", "PREVIOUS", "ReadBudget", "SessionImport", "SourceFormat", "SourceMessage",
+    "SourceOverlay",
     "SourceProbe", "SourceSession", "detect_format", "import_source", "source_format", "write_sessions",
 ]

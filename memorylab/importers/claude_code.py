@@ -37,7 +37,8 @@ from pathlib import Path
 
 from ..messages import is_tool_part
 from .formats import SourceFormat, SourceProbe
-from .source import SourceMessage, SourceOverlay, SourceSession, StoredParent, chat_usage, source_error
+from .source import (SourceMessage, SourceOverlay, SourceSession, StoredParent, chat_usage, json_lines,
+                     malformed_at, source_error)
 
 TITLES = {"custom-title": "customTitle", "summary": "summary"}
 """Entry kinds that name the session, by the field holding the name; a name the user gave wins."""
@@ -70,22 +71,11 @@ def _first_session_id(path):
 
 def _entries(path):
     """(line number, entry) for each non-empty line; a line that is not a JSON object is refused."""
-    number = 0
-    try:
-        with open(path, encoding="utf-8") as file:
-            for number, line in enumerate(file, 1):
-                if not line.strip():
-                    continue
-                try:
-                    entry = json.loads(line)
-                except ValueError as error:
-                    raise source_error(path, f"line {number}", f"not valid JSON ({error})") from None
-                if not isinstance(entry, dict):
-                    raise source_error(path, f"line {number}", "expected a transcript entry (a JSON object), "
-                                                               f"got {type(entry).__name__}")
-                yield number, entry
-    except UnicodeDecodeError:
-        raise source_error(path, f"line {number + 1}", "not UTF-8 text") from None
+    for number, entry in json_lines(path):
+        if not isinstance(entry, dict):
+            raise source_error(path, f"line {number}", "expected a transcript entry (a JSON object), "
+                                                       f"got {type(entry).__name__}")
+        yield number, entry
 
 
 def _is_boundary(entry):
@@ -131,24 +121,28 @@ class _Transcript:
         ``context`` its skipped entries."""
         for number, entry in _entries(self.path):
             where = f"line {number}"
-            kind = entry.get("type")
-            self._note(entry, kind)
-            if kind == "assistant":
-                yield from self._assistant(entry, where)
-            elif kind == "user":
-                yield from self._user(entry, where)
-            elif _is_boundary(entry):
-                yield from self._boundary(entry)
-            elif isinstance(entry.get("uuid"), str):
-                self.tails[entry["uuid"]] = self._parent(entry.get("parentUuid"))
-            if isinstance(entry.get("uuid"), str):
-                self.newest = entry["uuid"]
+            with malformed_at(self.path, where, "a Claude Code transcript entry"):
+                yield from self._entry(entry, where)
         for turn in list(self.open.values()):
             if turn.calls <= turn.answered:
                 yield from self._close(turn)
         session.title = self.titles.get("custom-title") or self.titles.get("summary")
         if self.skipped:
             self.context["skipped_entries"] = dict(self.skipped)
+
+    def _entry(self, entry, where):
+        kind = entry.get("type")
+        self._note(entry, kind)
+        if kind == "assistant":
+            yield from self._assistant(entry, where)
+        elif kind == "user":
+            yield from self._user(entry, where)
+        elif _is_boundary(entry):
+            yield from self._boundary(entry)
+        elif isinstance(entry.get("uuid"), str):
+            self.tails[entry["uuid"]] = self._parent(entry.get("parentUuid"))
+        if isinstance(entry.get("uuid"), str):
+            self.newest = entry["uuid"]
 
     def _note(self, entry, kind):
         """What the session's metadata keeps of an entry: a title, its context, or that it was skipped."""

@@ -6,14 +6,16 @@ are filed under unless the caller names one, a ``detect`` that looks at a ``Sour
 """
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from .source import SourceSession
+from ..errors import ImportFormatError
+from ..store.sqlite import wal_is_empty
+from .source import SourceSession, loads
+from .spool import watch
 
 PROBE_BYTES = 256 * 1024
 PROBE_LINES = 8
@@ -21,8 +23,47 @@ PROBE_LINES = 8
 
 def open_readonly(path) -> sqlite3.Connection:
     """A connection to a SQLite source that cannot write to it. Shareable across threads: a reader
-    abandoned mid-import may be closed by whichever thread collects its generator."""
-    return sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    abandoned mid-import may be closed by whichever thread collects its generator. Text that is not
+    UTF-8 reads as bytes, for the reader to refuse by row rather than the cursor for the whole table.
+
+    Reading a WAL database starts its shared-memory index beside it; where that cannot be written (a
+    read-only mount) and the file holds every change, it is read as it lies on disk (``immutable``);
+    one whose log holds changes is refused, saying how to read it."""
+    uri = f"{Path(path).resolve().as_uri()}?mode=ro"
+    conn = _connect(uri)
+    try:
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1")
+    except sqlite3.OperationalError as error:
+        conn.close()
+        if not _in_wal_mode(path):
+            raise
+        if not wal_is_empty(path):
+            raise ImportFormatError(
+                f"{path}: cannot read it here ({error}): its write-ahead log ({Path(path).name}-wal) holds changes "
+                "SQLite reads only with its index (-shm), which this folder cannot hold; copy the file and its "
+                "-wal to a writable folder and import the copy") from None
+        conn = _connect(f"{uri}&immutable=1")
+    return conn
+
+
+def _in_wal_mode(path) -> bool:
+    """Whether the database header says WAL (its read and write versions are 2)."""
+    with open(path, "rb") as file:
+        return file.read(20)[18:20] == b"\x02\x02"
+
+
+def _connect(uri):
+    conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+    conn.text_factory = _text_or_bytes
+    watch(conn)
+    return conn
+
+
+def _text_or_bytes(data: bytes):
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
 
 
 @dataclass(frozen=True)
@@ -86,7 +127,7 @@ class SourceProbe:
             if not line.strip():
                 continue
             try:
-                values.append(json.loads(line))
+                values.append(loads(line))
             except ValueError:
                 break
             if len(values) == PROBE_LINES:
@@ -99,7 +140,7 @@ class SourceProbe:
         if self.text is None or len(self.head) == PROBE_BYTES:
             return None
         try:
-            return json.loads(self.text)
+            return loads(self.text)
         except ValueError:
             return None
 

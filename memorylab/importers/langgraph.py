@@ -18,7 +18,7 @@ import sqlite3
 
 from ..errors import ImportFormatError
 from .formats import SourceFormat, SourceProbe, open_readonly
-from .source import SourceMessage, SourceSession, chat_usage, source_error
+from .source import SourceMessage, SourceSession, chat_usage, malformed_at, source_error
 
 CHANNEL = "messages"
 CHECKPOINT_COLUMNS = {"thread_id", "checkpoint_ns", "checkpoint_id", "type", "checkpoint"}
@@ -91,10 +91,12 @@ class _Thread:
         try:
             for checkpoint_id, kind, blob in rows:
                 where = f"thread {str(self.thread_id)!r}, checkpoint {checkpoint_id!r}"
-                checkpoint = self._decode(kind, blob, where)
-                path = self._path(checkpoint, where)
-                if path is not None:
-                    yield from self._walk(path, {"checkpoint_id": checkpoint_id, "ts": checkpoint.get("ts")}, where)
+                with malformed_at(self.path, where, "a checkpoint of LangChain messages"):
+                    checkpoint = self._decode(kind, blob, where)
+                    path = self._path(checkpoint, where)
+                    if path is not None:
+                        yield from self._walk(path, {"checkpoint_id": checkpoint_id, "ts": checkpoint.get("ts")},
+                                              where)
         except sqlite3.Error as error:
             raise source_error(self.path, f"checkpoints of thread {str(self.thread_id)!r}",
                                f"a readable SqliteSaver table ({error})") from None

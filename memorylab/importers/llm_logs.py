@@ -29,7 +29,6 @@ Assistant messages carry ``model``, ``usage`` (``prompt_tokens``, ``completion_t
 """
 from __future__ import annotations
 
-import json
 import sqlite3
 from contextlib import closing
 from datetime import datetime, timezone
@@ -38,7 +37,7 @@ from operator import itemgetter
 
 from ..messages import to_utc_iso
 from .formats import SourceFormat, SourceProbe, open_readonly
-from .source import SourceMessage, SourceSession, chat_usage, source_error
+from .source import SourceMessage, SourceSession, chat_usage, loads, malformed_at, source_error
 
 LEGACY_ID = "coalesce(r.conversation_id, r.id)"
 """The conversation a legacy response belongs to: a response logged outside any is one of its own."""
@@ -137,11 +136,13 @@ class _LogsDatabase:
     def _conversation_messages(self, session_id, responses):
         call_ids, system, last = _CallIds(), None, None
         for row in responses:
-            for message in self._response_messages(row, call_ids, system):
-                if message["role"] == "system":
-                    system = message["parts"][0]["text"]
-                last = message["id"]
-                yield SourceMessage(message, where=f"responses row {row['id']}")
+            where = f"responses row {row['id']}"
+            with malformed_at(self.path, where, "a response as llm logs it"):
+                for message in self._response_messages(row, call_ids, system):
+                    if message["role"] == "system":
+                        system = message["parts"][0]["text"]
+                    last = message["id"]
+                    yield SourceMessage(message, where=where)
         if "threads" in self.tables and self.conn.execute("SELECT 1 FROM threads WHERE id = ?", (session_id,)).fetchone():
             yield from self._thread_messages(session_id, after=last)
 
@@ -255,6 +256,10 @@ class _LogsDatabase:
 
     def _stored_message(self, row, ids, call_ids, created_at, facts):
         where = f"messages row {row['hash']}"
+        with malformed_at(self.path, where, "a message as llm stores it"):
+            return self._message_with_parts(row, ids, call_ids, created_at, facts, where)
+
+    def _message_with_parts(self, row, ids, call_ids, created_at, facts, where):
         if row["role"] not in ("system", "user", "assistant", "tool"):
             raise source_error(self.path, where, f"expected role system, user, assistant or tool, got {row['role']!r}")
         parts = []
@@ -275,6 +280,10 @@ class _LogsDatabase:
 
     def _stored_part(self, part, call_ids):
         where = f"parts row {part['id']}"
+        with malformed_at(self.path, where, "a part as llm stores it"):
+            return self._part(part, call_ids, where)
+
+    def _part(self, part, call_ids, where):
         payload = self._json(part["payload"], where, "payload") or {}
         if not isinstance(payload, dict):
             raise source_error(self.path, where, "expected a JSON object as payload")
@@ -344,7 +353,7 @@ class _LogsDatabase:
         if value is None or value == "":
             return None
         try:
-            return json.loads(value)
+            return loads(value)
         except (TypeError, ValueError):
             raise source_error(self.path, where, f"expected JSON in {what}, got {str(value)[:80]!r}") from None
 

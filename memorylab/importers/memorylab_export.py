@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from contextlib import nullcontext
 
+from ..errors import ImportFormatError
 from ..io import EXPORT_FORMAT, import_session, read_export, validate_export
 from .formats import SourceFormat, SourceProbe
 from .writer import ImportReport, SessionImport, rolled_back
@@ -36,8 +37,12 @@ def import_export(store, path, *, agent_id=None, tenant_id="default", session_id
                   dry_run=False, name=None) -> ImportReport:
     """Import an export file into ``tenant_id``; a session with its id is a ConflictError unless
     ``replace``, in a dry run too. ``name`` is how the report calls the file (default: its path)."""
-    data = read_export(path)
-    plan = validate_export(data)
+    try:
+        data = read_export(path)
+        plan = validate_export(data)
+    except ImportFormatError as error:
+        place = str(name or path)
+        raise error if str(error).startswith(place) else ImportFormatError(f"{place}: {error}") from None
     report = ImportReport(source=str(name or path), format=FORMAT.name, dry_run=dry_run)
     found = len(plan["messages"])
     result = SessionImport(

@@ -9,7 +9,6 @@ database's session of the same name is told apart by its first item (its row, ti
 """
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections import defaultdict
 from contextlib import closing, contextmanager
@@ -20,7 +19,7 @@ from ..errors import ImportFormatError, MemoryLabError
 from ..validation import check_identifier
 from .formats import SourceFormat, SourceProbe, open_readonly
 from .openai_items import ITEM_KEY, to_message
-from .source import SourceMessage, SourceSession, source_error
+from .source import SourceMessage, SourceSession, loads, malformed_at, source_error
 
 ITEM_COLUMNS = {"id", "session_id", "message_data", "created_at"}
 
@@ -104,7 +103,8 @@ def _messages(path, conn, table, session_id):
                             " ORDER BY id", (session_id,))
         for row_id, data, created_at in rows:
             where = f"{table} row {row_id}"
-            message = to_message(_item(path, where, data), call_names, text=data)
+            with malformed_at(path, where, "message_data to hold a Responses input item"):
+                message = to_message(_item(path, where, data), call_names, text=data)
             message["id"] = f"{table}-{row_id}"
             message["metadata"]["source_id"] = message["id"]
             if created_at is not None:
@@ -116,7 +116,7 @@ def _item(path, where, data):
     if not isinstance(data, str):
         raise source_error(path, where, f"expected message_data to hold an item as JSON text, got {data!r:.80}")
     try:
-        item = json.loads(data)
+        item = loads(data)
     except ValueError as error:
         raise source_error(path, where, f"expected message_data to hold an item as JSON ({error})") from None
     if not isinstance(item, dict) or not (item.get("type") or item.get("role")):

@@ -11,12 +11,11 @@ becomes a session of its own (``chat~2``).
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from .formats import SourceFormat, SourceProbe
-from .source import SourceMessage, SourceSession, source_error
+from .source import SourceMessage, SourceSession, json_lines, loads, malformed_at, source_error
 
 ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 
@@ -54,11 +53,11 @@ def _read(path: Path):
 def _is_jsonl(path):
     """JSONL when the first non-empty line is a JSON value on its own and another line follows; a
     file of one line, or a document spread over lines, is one conversation."""
-    with open(path, encoding="utf-8") as file:
+    with open(path, "rb") as file:
         lines = (line for line in file if line.strip())
-        first = next(lines, "")
+        first = next(lines, b"")
         try:
-            json.loads(first)
+            loads(first.decode("utf-8"))
         except ValueError:
             return False
         return next(lines, None) is not None
@@ -66,24 +65,15 @@ def _is_jsonl(path):
 
 def _whole_file(path):
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as error:
         raise source_error(path, "", f"not valid JSON ({error})") from None
     return _conversation(path, data, path.stem, "")
 
 
 def _lines(path):
-    with open(path, encoding="utf-8") as file:
-        for number, line in enumerate(file, 1):
-            if not line.strip():
-                continue
-            where = f"line {number}"
-            try:
-                data = json.loads(line)
-            except ValueError as error:
-                raise source_error(path, where, f"not valid JSON ({error})") from None
-            default_id = f"{path.stem}-{number}"
-            yield _conversation(path, data, default_id, where)
+    for number, data in json_lines(path):
+        yield _conversation(path, data, f"{path.stem}-{number}", f"line {number}")
 
 
 def _conversation(path, data, default_id, where):
@@ -105,19 +95,27 @@ def _messages(path, messages, conversation_id, where):
         place = f"{where + ', ' if where else ''}messages[{index}]"
         if not isinstance(raw, dict):
             raise source_error(path, place, f"expected a chat message object, got {type(raw).__name__}")
-        message = dict(raw)
-        if message.get("role") == "developer":
-            message["role"] = "system"
-        if message.get("role") == "function":  # the legacy function-calling reply
-            message.update(role="tool", tool_call_id=message.get("tool_call_id") or message.get("name"))
-        for call in message.get("tool_calls") or ():
-            if isinstance(call, dict):
-                tool_names[call.get("id")] = (call.get("function") or {}).get("name")
-        if message.get("role") == "tool" and not message.get("name"):
-            message["name"] = tool_names.get(message.get("tool_call_id")) or ""
-        message["metadata"] = {**(message.get("metadata") or {}), "source_id": f"{conversation_id}#{index}"}
-        message["id"] = f"{conversation_id}#{index}"
+        with malformed_at(path, place, "a chat message (role, content, tool_calls)"):
+            message = _chat_message(raw, conversation_id, index, tool_names)
         yield SourceMessage(message, where=place)
+
+
+def _chat_message(raw, conversation_id, index, tool_names):
+    """The chat dict as ``normalize_message`` takes it, with its id; legacy roles renamed, a tool
+    reply named after its call."""
+    message = dict(raw)
+    if message.get("role") == "developer":
+        message["role"] = "system"
+    if message.get("role") == "function":  # the legacy function-calling reply
+        message.update(role="tool", tool_call_id=message.get("tool_call_id") or message.get("name"))
+    for call in message.get("tool_calls") or ():
+        if isinstance(call, dict):
+            tool_names[call.get("id")] = (call.get("function") or {}).get("name")
+    if message.get("role") == "tool" and not message.get("name"):
+        message["name"] = tool_names.get(message.get("tool_call_id")) or ""
+    message["metadata"] = {**(message.get("metadata") or {}), "source_id": f"{conversation_id}#{index}"}
+    message["id"] = f"{conversation_id}#{index}"
+    return message
 
 
 FORMAT = SourceFormat(

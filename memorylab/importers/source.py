@@ -14,10 +14,12 @@ a copy of the same conversation, or the same one grown, starts with too (see ``S
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from ..errors import ImportFormatError
+from ..errors import ImportFormatError, MemoryLabError
 
 PREVIOUS = object()
 """Parent marker: the message before this one in the same ``SourceSession`` (a linear history)."""
@@ -93,6 +95,53 @@ def source_error(source, where, problem) -> ImportFormatError:
     """An ImportFormatError naming the file, the place in it, and what was expected there."""
     place = f"{source}, {where}" if where else str(source)
     return ImportFormatError(f"{place}: {problem}; nothing was imported")
+
+
+def loads(text):
+    """``json.loads`` for a source: JSON nested deeper than the decoder recurses is a ValueError, as
+    any other unreadable JSON is, so that readers refuse it by place."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply to read") from None
+
+
+def json_lines(path):
+    """(line number, JSON value) of each non-empty line of a text file; a line that is not UTF-8 JSON is
+    refused by its number."""
+    with open(path, "rb") as file:
+        for number, line in enumerate(file, 1):
+            if not line.strip():
+                continue
+            try:
+                value = loads(line.decode("utf-8"))
+            except ValueError as error:  # UnicodeDecodeError is one
+                raise source_error(path, f"line {number}", f"not valid JSON ({error})") from None
+            yield number, value
+
+
+MALFORMED = (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError)
+"""What Python raises on data of the wrong shape: a string where an object was expected, a list
+used as a key, a missing key, JSON nested too deeply."""
+
+
+@contextmanager
+def malformed_at(source, where, expected):
+    """Refuse what a reader trips over at ``where`` (one line, row or checkpoint) as an ImportFormatError
+    naming that place and what was ``expected`` there, rather than as Python's own error."""
+    try:
+        yield
+    except MemoryLabError:
+        raise
+    except MALFORMED as error:
+        raise source_error(source, where, f"expected {expected} ({type(error).__name__}: {error})") from None
+
+
+def damaged_source_error(source, error) -> ImportFormatError:
+    """The error for a SQLite source that fails while it is read (a damaged page): the source is
+    named as the damaged file, never the store it is imported into."""
+    return source_error(source, "", f"SQLite cannot read it ({error}): this source file is damaged; salvage what "
+                                    f"is readable with `sqlite3 {source} .recover` into a new file and import that")
 
 
 def chat_usage(prompt_tokens, completion_tokens) -> dict | None:

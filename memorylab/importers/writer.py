@@ -26,7 +26,7 @@ from ..messages import normalized_and_measured, to_utc_iso, utc_now_iso
 from ..tokens import estimate_message_tokens
 from ..validation import check_identifier, is_integer
 from .reserved import without_claimed_keys
-from .source import PREVIOUS, SourceSession, StoredParent, source_error
+from .source import PREVIOUS, SourceSession, StoredParent, damaged_source_error, source_error
 
 BATCH = 1000
 """Messages per insert statement batch, and how often ``progress`` is called."""
@@ -136,9 +136,7 @@ def _read_source(items, source):
             except StopIteration:
                 return
             except sqlite3.Error as error:
-                raise source_error(source, "", f"SQLite cannot read it ({error}): this source file is damaged; "
-                                               f"salvage what is readable with `sqlite3 {source} .recover` into a "
-                                               "new file and import that") from None
+                raise damaged_source_error(source, error) from None
             yield item
     finally:
         _close(items)

@@ -105,10 +105,6 @@ class Store:
     def __repr__(self):
         return f"{type(self).__name__}({self.path!r})"
 
-    def holds_file(self, path) -> bool:
-        """Whether writing to the file at ``path`` would write over this store (a server's store is no file)."""
-        return False
-
     def _searchable(self, text):
         """The copy of a message's text that search indexes (a backend may have to adapt it)."""
         return text

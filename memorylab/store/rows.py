@@ -28,6 +28,8 @@ dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _decoder = json.JSONDecoder()
 _scan = _decoder.scan_once
 _decode = _decoder.raw_decode
+UNREADABLE = (StopIteration, ValueError, TypeError, RecursionError)
+"""What ``_scan`` raises on a stored document it cannot read (RecursionError: nested deeper than it recurses)."""
 
 
 JSON_KINDS = {
@@ -54,6 +56,8 @@ def json_problem(text, kind) -> str | None:
         value, end = _decode(text)
     except (ValueError, TypeError) as error:
         return f"is not readable JSON ({error})"
+    except RecursionError:
+        return "is not readable JSON (nested too deeply to read)"
     if end != len(text):
         return f"is not readable JSON (text after the value at character {end})"
     if kind is not object and type(value) is not kind:
@@ -68,7 +72,7 @@ def read_json(text, kind, where, column):
         return None
     try:
         value, end = _scan(text, 0)
-    except (StopIteration, ValueError, TypeError):
+    except UNREADABLE:
         value, end = None, -1
     if end == len(text) and (kind is object or type(value) is kind):
         return value
@@ -96,7 +100,7 @@ def message_from_row(row):
     try:
         parts, parts_end = _scan(stored_parts, 0)
         metadata, metadata_end = ({}, 2) if stored_metadata == "{}" else _scan(stored_metadata, 0)
-    except (StopIteration, ValueError, TypeError):
+    except UNREADABLE:
         raise DamagedRowError(_problem(message_id, stored_parts, stored_metadata)) from None
     if type(parts) is not list or type(metadata) is not dict or parts_end != len(stored_parts) \
             or metadata_end != len(stored_metadata):

@@ -323,7 +323,7 @@ def _outline_parts(stored):
     never writes, are drawn as no parts (a full read reports them)."""
     try:
         parts = json.loads(stored)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return []
     return parts if isinstance(parts, list) and parts_problem(parts) is None else []
 

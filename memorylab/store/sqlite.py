@@ -98,7 +98,7 @@ def _foreign_tables(conn) -> list[str]:
     return [] if version > 0 and _STORE_TABLES.intersection(names) else names
 
 
-def _wal_is_empty(file) -> bool:
+def wal_is_empty(file) -> bool:
     """Whether every committed change is in the file itself, so that it can be read as it lies on disk."""
     wal = Path(f"{file}-wal")
     return not wal.exists() or wal.stat().st_size == 0
@@ -193,7 +193,7 @@ class SQLiteStore(Store):
         it is read as it lies on disk (SQLite's ``immutable``), which takes no lock either."""
         self._opened_read_only = why
         uri = f"{file.resolve().as_uri()}?mode=ro"
-        if _wal_is_empty(file) and (why == "protected" and _write_protected(file.parent) or why == "full"):
+        if wal_is_empty(file) and (why == "protected" and _write_protected(file.parent) or why == "full"):
             uri += "&immutable=1"
         self._reader_uri = uri
         self._refuse_foreign(uri)
@@ -253,10 +253,6 @@ class SQLiteStore(Store):
                 "opened read-only, it cannot be migrated: open it once with write permission (or read it with the "
                 "memorylab that wrote it)"
             )
-
-    def holds_file(self, path) -> bool:
-        """Whether writing to the file at ``path`` would write over this store (``writes_over``)."""
-        return self.path not in (":memory:", "") and writes_over(self.path, path)
 
     @property
     def db(self) -> sqlite_utils.Database:
