@@ -8,13 +8,14 @@ to case, and a point would pass for certainty.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 RESAMPLES = 2000
 """Resamples per bootstrap: the 2.5th and 97.5th percentiles then move by about 0.01 from seed to seed."""
 CONFIDENCE = 0.95
 PICKS_AT_ONCE = 1_000_000
-"""Cases drawn per step of a bootstrap (4 MB of indexes): 10,000 cases are resampled 100 at a time."""
+"""Cases drawn per block of a bootstrap (4 MB of indexes): 10,000 cases are resampled 100 at a time."""
 SEED = 20240533
 BETTER, WORSE, UNCLEAR = "better", "worse", "no clear difference"
 
@@ -77,13 +78,28 @@ def _bootstrap(values) -> Interval | None:
         return Interval(point, point)
     import numpy as np
 
-    scores, rng = np.asarray(values, dtype=float), np.random.default_rng(SEED)
-    means = np.empty(RESAMPLES)
-    rows = max(1, PICKS_AT_ONCE // len(values))  # memory stays bounded however many cases there are
-    for start in range(0, RESAMPLES, rows):
-        picks = rng.integers(0, len(values), size=(min(rows, RESAMPLES - start), len(values)), dtype=np.int32)
-        means[start:start + len(picks)] = scores[picks].mean(axis=1)
+    scores = np.asarray(values, dtype=float)
+    blocks = _shared_picks(len(values)) if len(values) * RESAMPLES <= PICKS_AT_ONCE else _picks(len(values))
+    means = np.concatenate([scores[picks].mean(axis=1) for picks in blocks])
     tail = 100 * (1 - CONFIDENCE) / 2
     low, high = (float(bound) for bound in np.percentile(means, [tail, 100 - tail]))
     # The bootstrap's means sum in another order than ``mean``: the ends are kept around the point.
     return Interval(min(low, point), max(high, point))
+
+
+def _picks(cases):
+    """The cases each resample draws, ``RESAMPLES`` rows of ``cases`` in blocks of at most
+    ``PICKS_AT_ONCE``, so memory stays bounded however many cases there are."""
+    import numpy as np
+
+    rng = np.random.default_rng(SEED)
+    rows = max(1, PICKS_AT_ONCE // cases)
+    for start in range(0, RESAMPLES, rows):
+        yield rng.integers(0, cases, size=(min(rows, RESAMPLES - start), cases), dtype=np.int32)
+
+
+@functools.lru_cache(maxsize=4)
+def _shared_picks(cases):
+    """``_picks`` of a trial small enough to draw in one block, drawn once: every arm on that many
+    cases resamples the same ones (drawing them is half a bootstrap's cost)."""
+    return tuple(_picks(cases))

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 RUN_COLUMNS = ("arm", "strategy", "case", "score", "tokens_before", "tokens_after", "tokens_saved", "saved_pct",
                "summary_tokens", "cost", "latency_s", "model", "error")
 LEADERBOARD_COLUMNS = ("arm", "strategy", "score", "score_low", "score_high", "vs_best", "spread", "min_case",
-                       "max_case", "tokens_before", "tokens_after", "saved_pct", "summary_tokens", "cost", "latency_s", "errors", "min_score", "passed")
+                       "max_case", "tokens_before", "tokens_after", "saved_pct", "summary_tokens", "cost", "latency_s",
+                       "errors", "min_score", "passed")
 
 
 class ExperimentResults:
