@@ -191,7 +191,7 @@ class ExperimentResults:
         for row in self.leaderboard().to_dict("records"):
             cost = "n/a" if _missing(row["cost"]) else f"{row['cost']:.4f}"
             lines.append(f"| {row['arm']} | {row['strategy']} | {row['score']:.2f} | {interval_text(row)} | "
-                         f"{'(the best)' if _missing(row['vs_best']) else row['vs_best']} | {row['spread']:.2f} | "
+                         f"{against_best_text(row)} | {row['spread']:.2f} | "
                          f"{_count(row['tokens_before'])} | {_count(row['tokens_after'])} | "
                          f"{_pct(row['saved_pct'])} | {cost} | {row['errors']} |")
         return "\n".join(lines)
@@ -245,6 +245,11 @@ def interval_text(summary) -> str:
 def score_text(summary) -> str:
     """An arm's mean with its interval: ``0.82 (0.74–0.90)``."""
     return f"{summary['score']:.2f} ({interval_text(summary)})"
+
+
+def against_best_text(summary) -> str:
+    """An arm's verdict against the best arm; ``(the best)`` for the best itself."""
+    return "(the best)" if _missing(summary["vs_best"]) else summary["vs_best"]
 
 
 def _case_score(run):

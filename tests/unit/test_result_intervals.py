@@ -85,6 +85,8 @@ def test_the_leaderboard_json_csv_and_markdown_carry_the_interval():
             in results.leaderboard_markdown())
     assert "| score | 95% interval | against the best |" in results.leaderboard_markdown()
     assert "| one | window | 0.50 | n/a |" in trial({"one": [0.5]}).leaderboard_markdown()
+    notebook = results._repr_html_()
+    assert f"{steady['score_low']:.2f}–{steady['score_high']:.2f}" in notebook and "against the best" in notebook
 
 
 def test_two_trials_compare_each_arm_case_by_case_with_a_verdict():
