@@ -12,7 +12,8 @@ import functools
 from dataclasses import dataclass
 
 RESAMPLES = 2000
-"""Resamples per bootstrap: the 2.5th and 97.5th percentiles then move by about 0.01 from seed to seed."""
+"""Resamples per bootstrap: another seed moves an end by less than 0.005 (a standard deviation over 40
+seeds, on 10 and 100 cases), under the two decimals the tables show."""
 CONFIDENCE = 0.95
 PICKS_AT_ONCE = 1_000_000
 """Cases drawn per block of a bootstrap (4 MB of indexes): 10,000 cases are resampled 100 at a time."""
@@ -37,7 +38,7 @@ class Comparison:
 
 
 def mean(scores) -> float | None:
-    """The plain mean (None for no scores): the point every interval here is drawn around."""
+    """The plain mean (None for no values): the point every interval here is drawn around."""
     return sum(scores) / len(scores) if scores else None
 
 
