@@ -189,7 +189,7 @@ def _check(store, args):
 
 
 def _eval(store, args):
-    from .experiments import Experiments
+    from .experiments import Experiments, interval_text
 
     if args.min_score is not None and not 0 <= args.min_score <= 1:
         raise MemoryLabError(f"--min-score must be from 0 to 1, got {args.min_score}")
@@ -214,8 +214,10 @@ def _eval(store, args):
         print(f"wrote {args.json}", file=sys.stderr)
     failing = results.failing_arms(args.min_score)
     for arm in failing:
-        print(f"FAIL {arm['arm']}: score {arm['score']:.3f} is under its threshold {arm['min_score']:.3f}"
-              + (f" ({arm['errors']} run(s) failed)" if arm["errors"] else ""))
+        close = arm["score_high"] is not None and arm["score_high"] >= arm["min_score"]
+        print(f"FAIL {arm['arm']}: score {arm['score']:.3f} (95% interval {interval_text(arm)}) is under its "
+              f"threshold {arm['min_score']:.3f}" + (f" ({arm['errors']} run(s) failed)" if arm["errors"] else "")
+              + (" (the threshold is inside its interval: more cases would tell)" if close else ""))
     return 1 if failing else 0
 
 

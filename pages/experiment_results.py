@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from memorylab import MemoryLabError
+from memorylab.experiments import against_best_text, interval_text, score_text
 from memorylab.history.compaction import DEFAULT_SUMMARY_TEMPLATE
 from memorylab.lab.treeview import preview
 from memorylab.llm.models import DEFAULT_LOCAL_MODEL
@@ -20,6 +21,8 @@ from pages.common import escape_markdown, select_leaf, select_session
 TAIL_MESSAGES = 4
 """Messages of a compacted context shown for an arm that wrote no summary."""
 SIDE_BY_SIDE = 4
+ARM_CHANGE_COLUMNS = ("arm", "arm_cases", "arm_change", "arm_change_low", "arm_change_high", "arm_verdict")
+"""``compare_trials``' per-arm columns, shown once per arm above its case-by-case rows."""
 
 
 @st.cache_resource(max_entries=8, show_spinner="Reading the results…")
@@ -28,6 +31,8 @@ def _trial_view(stamp, _experiments, name, trial):
     results = _experiments.results(name, trial)
     board = results.leaderboard()
     board["verdict"] = [_verdict(passed, threshold) for passed, threshold in zip(board["passed"], board["min_score"])]
+    rows = board.to_dict("records")
+    board["interval"], board["vs_best"] = [interval_text(r) for r in rows], [against_best_text(r) for r in rows]
     return SimpleNamespace(results=results, leaderboard=board, figure=results.pareto_figure(),
                            probes=results.probes_frame())
 
@@ -90,7 +95,8 @@ def _headline(results, board):
     columns = st.columns(4)
     columns[0].metric("Best arm that saves tokens" if len(saving) else "Best arm", best["arm"],
                       help="Highest mean probe score among the arms whose context is smaller than the history")
-    columns[1].metric("Its score", f"{best['score']:.2f}", help="Mean over cases of the share of probes kept",
+    columns[1].metric("Its score", score_text(best), help="Mean over cases of the share of probes kept, with its 95% "
+                      "interval (n/a with one case)",
                       delta=f"saves {best['saved_pct']:.0f}%" if len(saving) else None, delta_color="off")
     columns[2].metric("Runs", len(results.runs), delta=f"{errors} errors" if errors else None, delta_color="inverse",
                       help=f"Trial {results.trial} started {started[:19].replace('T', ' ')} UTC")
@@ -105,12 +111,18 @@ def _leaderboard(view):
     st.subheader("Leaderboard")
     st.dataframe(
         view.leaderboard, hide_index=True, width="stretch", height=min(38 + 35 * len(view.leaderboard), 740),
-        column_order=("arm", "strategy", "score", "spread", "min_case", "saved_pct", "tokens_after", "cost", "errors",
-                      "verdict", "tokens_before", "summary_tokens", "latency_s", "max_case"),
+        column_order=("arm", "strategy", "score", "interval", "vs_best", "spread", "min_case", "saved_pct",
+                      "tokens_after", "cost", "errors", "verdict", "tokens_before", "summary_tokens", "latency_s", "max_case"),
         column_config={
             "score": st.column_config.ProgressColumn(
                 min_value=0.0, max_value=1.0, format="%.2f",
                 help="Mean over cases of the share of probes kept (failed runs count 0)"),
+            "interval": st.column_config.TextColumn(
+                "95% interval", help="Where the mean would likely fall on other cases like these (a bootstrap over "
+                                     "cases; n/a with one case). More cases make it narrower."),
+            "vs_best": st.column_config.TextColumn(
+                "against the best", help="This arm against the top arm, case by case: worse when the whole 95% "
+                                         "interval of the difference is under 0, else no clear difference"),
             "spread": st.column_config.NumberColumn(format="%.2f", help="Standard deviation of the score over cases"),
             "min_case": st.column_config.NumberColumn("worst case", format="%.2f"),
             "max_case": st.column_config.NumberColumn("best case", format="%.2f"),
@@ -129,14 +141,32 @@ def _leaderboard(view):
 
 
 def _comparison_table(frame, trial, other):
-    changed = frame["score_change"].dropna()
     st.subheader(f"Trial {trial} against trial {other}")
-    st.caption(f"{int((changed < 0).sum())} runs scored lower, {int((changed > 0).sum())} higher, "
+    _arm_changes(frame.drop_duplicates("arm")[list(ARM_CHANGE_COLUMNS)], trial, other)
+    changed = frame["score_change"].dropna()
+    st.caption(f"Case by case: {int((changed < 0).sum())} runs scored lower, {int((changed > 0).sum())} higher, "
                f"mean change {changed.mean():+.3f}." if len(changed) else "No arm ran on the same case in both trials.")
-    st.dataframe(frame.sort_values("score_change", na_position="last"), hide_index=True, width="stretch", height=300,
+    by_case = frame.drop(columns=list(ARM_CHANGE_COLUMNS[1:]))
+    st.dataframe(by_case.sort_values("score_change", na_position="last"), hide_index=True, width="stretch", height=300,
                  column_config={"score_change": st.column_config.NumberColumn("score change", format="%+.2f"),
                                 f"score_{trial}": st.column_config.NumberColumn(format="%.2f"),
                                 f"score_{other}": st.column_config.NumberColumn(format="%.2f")})
+
+
+def _arm_changes(arms, trial, other):
+    """Each arm's change from trial ``other`` to ``trial``, paired over the cases both ran, with its verdict."""
+    verdicts = list(arms["arm_verdict"])
+    st.caption(f"Arm by arm over the cases both trials ran: {verdicts.count('better')} arms better, "
+               f"{verdicts.count('worse')} worse, {verdicts.count('no clear difference')} no clear difference "
+               f"(trial {trial} against trial {other}; better or worse only when the whole 95% interval of the "
+               f"change is above or under 0).")
+    change = {"format": "%+.3f"}
+    st.dataframe(arms, hide_index=True, width="stretch", column_config={
+        "arm_cases": st.column_config.NumberColumn("cases", help="Cases the arm ran in both trials"),
+        "arm_change": st.column_config.NumberColumn("change", **change, help="Mean score change over those cases"),
+        "arm_change_low": st.column_config.NumberColumn("95% low", **change),
+        "arm_change_high": st.column_config.NumberColumn("95% high", **change),
+        "arm_verdict": st.column_config.TextColumn("verdict")})
 
 
 def _use_arm(results, board, name, branches):
@@ -263,8 +293,11 @@ def _probe_matrix(probes, case):
 
 
 def _downloads(results, name):
-    left, right, _ = st.columns([1, 1, 3])
+    left, right, board, _ = st.columns([1, 1, 1, 2])
     stem = f"{name}-trial-{results.trial}"
     left.download_button("Download CSV", results.to_csv, f"{stem}.csv", "text/csv", on_click="ignore", icon="⬇️")
     right.download_button("Download JSON", results.to_json, f"{stem}.json", "application/json", on_click="ignore",
                           icon="⬇️")
+    board.download_button("Download leaderboard CSV", results.leaderboard_csv, f"{stem}-leaderboard.csv", "text/csv",
+                          on_click="ignore", icon="⬇️", help="One row per arm: its mean, 95% interval and verdict "
+                                                            "against the best")

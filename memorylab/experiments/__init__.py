@@ -7,13 +7,15 @@ line, the Experiments page in the lab.
 from .experiments import Experiments
 from .job import ExperimentJob
 from .proposals import propose_probes
-from .results import ExperimentResults, compare_trials
+from .intervals import Comparison, Interval
+from .results import ExperimentResults, against_best_text, compare_trials, interval_text, score_text
 from .spec import (PROBE_KINDS, STRATEGY_DEFAULTS, STRATEGY_HELP, Arm, Case, ExperimentSpec, Grader, Probe, load_spec,
                    parse_spec, parse_spec_yaml)
 from .strategies import default_tail_budget, plan_for, register_window_handler
 
 __all__ = [
-    "PROBE_KINDS", "STRATEGY_DEFAULTS", "STRATEGY_HELP", "Arm", "Case", "ExperimentJob", "ExperimentResults",
-    "ExperimentSpec", "Experiments", "Grader", "Probe", "compare_trials", "default_tail_budget", "load_spec",
-    "parse_spec", "parse_spec_yaml", "plan_for", "propose_probes", "register_window_handler",
+    "PROBE_KINDS", "STRATEGY_DEFAULTS", "STRATEGY_HELP", "Arm", "Case", "Comparison", "against_best_text", "ExperimentJob",
+    "ExperimentResults", "ExperimentSpec", "Experiments", "Grader", "Interval", "Probe", "compare_trials",
+    "default_tail_budget", "interval_text", "load_spec", "parse_spec", "parse_spec_yaml", "plan_for",
+    "propose_probes", "register_window_handler", "score_text",
 ]

@@ -1,7 +1,9 @@
 """One trial's runs read back: the leaderboard, per-run and per-probe tables, exports and comparisons.
 
 A run that failed scores 0 in its arm's mean (it kept nothing the model could use) and is counted
-in the arm's ``errors``, so a regression check never passes on an arm that did not run.
+in the arm's ``errors``, so a regression check never passes on an arm that did not run. Each mean
+comes with its 95% bootstrap interval over cases, and arms and trials are compared case by case
+(``intervals``): the same runs give the same intervals every time.
 """
 from __future__ import annotations
 
@@ -10,17 +12,17 @@ import math
 import statistics
 from typing import TYPE_CHECKING
 
+from ..errors import NotFoundError
+from .intervals import Comparison, bounds, mean, mean_interval, paired_difference
+
 if TYPE_CHECKING:
     import pandas as pd
 
 RUN_COLUMNS = ("arm", "strategy", "case", "score", "tokens_before", "tokens_after", "tokens_saved", "saved_pct",
                "summary_tokens", "cost", "latency_s", "model", "error")
-LEADERBOARD_COLUMNS = ("arm", "strategy", "score", "spread", "min_case", "max_case", "tokens_before", "tokens_after",
-                       "saved_pct", "summary_tokens", "cost", "latency_s", "errors", "min_score", "passed")
-
-
-def _mean(values):
-    return sum(values) / len(values) if values else None
+LEADERBOARD_COLUMNS = ("arm", "strategy", "score", "score_low", "score_high", "vs_best", "spread", "min_case",
+                       "max_case", "tokens_before", "tokens_after", "saved_pct", "summary_tokens", "cost", "latency_s",
+                       "errors", "min_score", "passed")
 
 
 class ExperimentResults:
@@ -52,6 +54,19 @@ class ExperimentResults:
 
     def run(self, arm, case) -> dict | None:
         return next((r for r in self.runs if r["arm"] == arm and r["case_name"] == case), None)
+
+    def case_scores(self, arm) -> dict[str, float]:
+        """``arm``'s score on each case it ran (a failed run's is 0): what its mean and interval are of."""
+        return {run["case_name"]: _case_score(run) for run in self.runs if run["arm"] == arm}
+
+    def compare_arms(self, first, second) -> Comparison:
+        """``first`` against ``second`` on the cases both ran: the difference of their means (first
+        minus second), its 95% bootstrap interval and "better", "worse" or "no clear difference"."""
+        for arm in (first, second):
+            if arm not in self.arms:
+                raise NotFoundError(f"no arm {arm!r} in trial {self.trial} of {self.experiment!r}; its arms: "
+                                    f"{', '.join(self.arms)}")
+        return paired_difference(self.case_scores(first), self.case_scores(second))
 
     # -- tables --------------------------------------------------------------------------------------
 
@@ -85,38 +100,50 @@ class ExperimentResults:
                                            "missed", "question"))
 
     def arm_summaries(self) -> list[dict]:
-        """Per arm, in the experiment's order: mean score over cases (failed runs count 0), its spread
-        (population standard deviation), mean tokens, total cost, and whether it reached its threshold."""
+        """Per arm, in the experiment's order: mean score over cases (failed runs count 0), its 95%
+        interval (``score_low`` to ``score_high``; None with one case), its verdict against the best
+        arm (``vs_best``; None for the best), its spread (population standard deviation), mean
+        tokens, total cost, and whether it reached its threshold."""
         summaries = []
         for arm in self.arms:
             runs = [r for r in self.runs if r["arm"] == arm]
-            scores = [r["score"] if r["error"] is None and r["score"] is not None else 0.0 for r in runs]
+            scores = list(self.case_scores(arm).values())
             ok = [r for r in runs if r["error"] is None]
             costs = [r["cost"] for r in ok]
-            score = _mean(scores)
+            score, (low, high) = mean(scores), bounds(mean_interval(scores))
             threshold = self.thresholds.get(arm)
-            before, after = _mean([r["tokens_before"] for r in ok]), _mean([r["tokens_after"] for r in ok])
+            before, after = mean([r["tokens_before"] for r in ok]), mean([r["tokens_after"] for r in ok])
             summaries.append({
                 "arm": arm, "strategy": runs[0]["strategy"], "score": score,
+                "score_low": low, "score_high": high, "vs_best": None,
                 "spread": statistics.pstdev(scores) if len(scores) > 1 else 0.0,
                 "min_case": min(scores), "max_case": max(scores),
                 "tokens_before": None if before is None else round(before),
                 "tokens_after": None if after is None else round(after),
                 "saved_pct": _percent(None if before is None else before - after, before),
-                "summary_tokens": round(_mean([r["summary_tokens"] for r in ok]) or 0),
+                "summary_tokens": round(mean([r["summary_tokens"] for r in ok]) or 0),
                 "cost": None if any(c is None for c in costs) else sum(costs),
-                "latency_s": round(_mean([r["latency"] for r in runs]), 3),
+                "latency_s": round(mean([r["latency"] for r in runs]), 3),
                 "errors": len(runs) - len(ok), "min_score": threshold,
                 "passed": None if threshold is None else score >= threshold,
             })
+        return self._against_best(summaries)
+
+    def _against_best(self, summaries):
+        """Each summary's ``vs_best``: its arm compared case by case with the leaderboard's first."""
+        if summaries:
+            best = min(summaries, key=_rank)["arm"]
+            for summary in summaries:
+                if summary["arm"] != best:
+                    summary["vs_best"] = self.compare_arms(summary["arm"], best).verdict
         return summaries
 
     def leaderboard(self) -> pd.DataFrame:
         """``arm_summaries`` as a table, best score first (ties: fewer tokens after)."""
         import pandas as pd
 
-        frame = pd.DataFrame(self.arm_summaries(), columns=LEADERBOARD_COLUMNS)
-        return frame.sort_values(["score", "tokens_after"], ascending=[False, True], kind="stable").reset_index(drop=True)
+        summaries = sorted(self.arm_summaries(), key=_rank)
+        return pd.DataFrame(summaries, columns=LEADERBOARD_COLUMNS)
 
     def failing_arms(self, min_score=None) -> list[dict]:
         """The arms under their threshold (``min_score`` overrides every arm's)."""
@@ -152,13 +179,19 @@ class ExperimentResults:
         """The runs table as CSV (written to ``path`` when given)."""
         return self.runs_frame().to_csv(path, index=False)
 
+    def leaderboard_csv(self, path=None) -> str | None:
+        """The leaderboard, with each mean's interval and verdict against the best, as CSV."""
+        return self.leaderboard().to_csv(path, index=False)
+
     def leaderboard_markdown(self) -> str:
         """The leaderboard as a Markdown table (what the README and ``memorylab eval`` show)."""
-        lines = ["| arm | strategy | score | spread | tokens before | tokens after | saved | cost | errors |",
-                 "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        lines = ["| arm | strategy | score | 95% interval | against the best | spread | tokens before | tokens after "
+                 "| saved | cost | errors |",
+                 "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
         for row in self.leaderboard().to_dict("records"):
             cost = "n/a" if _missing(row["cost"]) else f"{row['cost']:.4f}"
-            lines.append(f"| {row['arm']} | {row['strategy']} | {row['score']:.2f} | {row['spread']:.2f} | "
+            lines.append(f"| {row['arm']} | {row['strategy']} | {row['score']:.2f} | {interval_text(row)} | "
+                         f"{against_best_text(row)} | {row['spread']:.2f} | "
                          f"{_count(row['tokens_before'])} | {_count(row['tokens_after'])} | "
                          f"{_pct(row['saved_pct'])} | {cost} | {row['errors']} |")
         return "\n".join(lines)
@@ -176,12 +209,19 @@ class ExperimentResults:
 
 def compare_trials(first, second) -> pd.DataFrame:
     """Each arm on each case in two trials (``ExperimentResults``) side by side, with the change in
-    score and in tokens after. Arms or cases only one trial has show with the other side empty."""
+    score and in tokens after. Arms or cases only one trial has show with the other side empty.
+
+    Each row also holds its arm's change over the cases both trials ran (``arm_cases``; failed runs
+    count 0, as in the means): ``arm_change`` (second minus first), its 95% interval
+    (``arm_change_low`` to ``arm_change_high``) and ``arm_verdict``, the second trial's arm being
+    "better", "worse" or "no clear difference"."""
     import pandas as pd
 
     rows = []
     keys = list(dict.fromkeys((r["arm"], r["case_name"]) for r in [*first.runs, *second.runs]))
+    changes = {arm: paired_difference(second.case_scores(arm), first.case_scores(arm)) for arm, _ in keys}
     for arm, case in keys:
+        change = changes[arm]
         a, b = first.run(arm, case), second.run(arm, case)
         score_a, score_b = (run["score"] if run else None for run in (a, b))
         rows.append({
@@ -190,8 +230,35 @@ def compare_trials(first, second) -> pd.DataFrame:
             f"tokens_after_{first.trial}": a["tokens_after"] if a else None,
             f"tokens_after_{second.trial}": b["tokens_after"] if b else None,
             "settings_changed": bool(a and b and (a["strategy"], a["arm_settings"]) != (b["strategy"], b["arm_settings"])),
+            "arm_cases": change.cases, "arm_change": change.difference,
+            **dict(zip(("arm_change_low", "arm_change_high"), bounds(change.interval))), "arm_verdict": change.verdict,
         })
     return pd.DataFrame(rows)
+
+
+def interval_text(summary) -> str:
+    """An arm's 95% interval (a summary or a leaderboard row) as ``0.74–0.90``; ``n/a`` with one case."""
+    low, high = summary["score_low"], summary["score_high"]
+    return "n/a" if _missing(low) or _missing(high) else f"{low:.2f}–{high:.2f}"
+
+
+def score_text(summary) -> str:
+    """An arm's mean with its interval: ``0.82 (0.74–0.90)``."""
+    return f"{summary['score']:.2f} ({interval_text(summary)})"
+
+
+def against_best_text(summary) -> str:
+    """An arm's verdict against the best arm; ``(the best)`` for the best itself."""
+    return "(the best)" if _missing(summary["vs_best"]) else summary["vs_best"]
+
+
+def _case_score(run):
+    return run["score"] if run["error"] is None and run["score"] is not None else 0.0
+
+
+def _rank(summary):
+    """The leaderboard's order: best score first; ties, fewer tokens after (an arm with none last)."""
+    return -summary["score"], summary["tokens_after"] is None, summary["tokens_after"] or 0
 
 
 def _percent(part, whole):

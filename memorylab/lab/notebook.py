@@ -162,11 +162,15 @@ def spec_html(spec):
 
 
 def results_html(results):
-    """A trial's leaderboard, best arm first, with each arm's threshold verdict."""
+    """A trial's leaderboard, best arm first, with each arm's 95% interval, its verdict against the
+    best arm and its threshold verdict."""
+    from ..experiments.results import against_best_text, interval_text
+
     rows = []
     for arm in sorted(results.arm_summaries(), key=lambda a: -a["score"]):
         verdict = "" if arm["passed"] is None else ("passed" if arm["passed"] else f"under {arm['min_score']}")
         rows.append({"arm": arm["arm"], "strategy": arm["strategy"], "score": f"{arm['score']:.2f}",
+                     "95% interval": interval_text(arm), "against the best": against_best_text(arm),
                      "spread": f"{arm['spread']:.2f}", "tokens after": arm["tokens_after"],
                      "saved": "" if arm["saved_pct"] is None else f"{arm['saved_pct']:.0f}%",
                      "cost": "n/a" if arm["cost"] is None else f"{arm['cost']:.4f}", "errors": arm["errors"],

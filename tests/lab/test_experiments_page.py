@@ -110,7 +110,7 @@ def test_the_sample_spec_runs_its_no_model_arms_in_the_background(sample_lab_db)
     assert board["score"].iloc[0] == 1 and set(board["verdict"]) == {"no threshold"}
     assert {m.label: m.value for m in app.metric}["Runs"] == "12"
     assert app.get("plotly_chart"), "the Pareto chart is drawn"
-    assert [d.label for d in app.download_button] == ["Download CSV", "Download JSON"]
+    assert [d.label for d in app.download_button] == ["Download CSV", "Download JSON", "Download leaderboard CSV"]
     with Store(sample_lab_db) as store:
         stored = Experiments(store).results("sample")
     assert stored.trial == 1 and len(stored.runs) == 12 and set(stored.arms) == set(board["arm"])
