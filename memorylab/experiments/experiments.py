@@ -12,6 +12,7 @@ from ..shapes import Messages
 from ..store.compare_and_set import MISSING, StaleWriteError, check_expected
 from ..validation import check_identifier, check_integer
 from .job import ExperimentJob
+from .case_selection import select_cases
 from .results import ExperimentResults, compare_trials
 from .runner import resolve_cases, run_trial
 from .spec import ExperimentSpec, load_spec, parse_spec
@@ -95,10 +96,15 @@ class Experiments:
         ``expected``: the ``version(name)`` the spec was read at (``MISSING``: none was saved). A saved
         experiment changed, created or removed since is a ``StaleWriteError`` whose ``stored`` is the
         saved spec (or None), and nothing is written."""
-        spec = self._scoped(self.spec(spec))
+        spec = self._selected(self.spec(spec))
         resolve_cases(self.store, spec)
         self._save(spec, expected)
         return spec
+
+    def _selected(self, spec) -> ExperimentSpec:
+        """``spec`` scoped to this tenant, its selections turned into cases and its automatic probes
+        drawn (``select_cases``), the cases they add scoped too."""
+        return self._scoped(select_cases(self.store, self._scoped(spec), self.tenant_id))
 
     def _scoped(self, spec) -> ExperimentSpec:
         """``spec`` as it runs here, its cases without a tenant in this one; refused when a case reads a
@@ -161,8 +167,8 @@ class Experiments:
     def _prepare(self, spec, concurrency, expected=None):
         """``(spec, branches, key, concurrency)``: the spec checked, each case's branch read once, the
         definition saved."""
-        spec = self._scoped(self.spec(spec))
         check_integer(concurrency, "concurrency", minimum=1, optional=True)
+        spec = self._selected(self.spec(spec))
         branches = resolve_cases(self.store, spec)
         pk = self._save(spec, expected)
         return spec, branches, pk, concurrency

@@ -21,11 +21,13 @@ from .strategies import apply_arm, branch_tokens
 
 @dataclass(frozen=True)
 class CaseBranch:
-    """A case resolved against the store: the overlaid history of its branch."""
+    """A case resolved against the store: its branch as stored (what the arms compact) and as the
+    session reads it, its overlays applied (what a ``recorded`` arm replays)."""
 
     case: object
     leaf_id: str
     history: list
+    recorded: list
 
 
 def resolve_cases(store, spec) -> dict[str, CaseBranch]:
@@ -43,7 +45,9 @@ def resolve_cases(store, spec) -> dict[str, CaseBranch]:
             problems.append(f"case {case.name!r}: session {case.session!r} has no message {case.leaf!r}"
                             if case.leaf else f"case {case.name!r}: session {case.session!r} holds no messages")
             continue
-        branches[case.name] = CaseBranch(case, leaf_id, session.get_history(leaf_id))
+        history = session.get_history(leaf_id, apply_compactions=False)
+        recorded = session.get_history(leaf_id) if session.get_compactions() else history
+        branches[case.name] = CaseBranch(case, leaf_id, history, recorded)
     if problems:
         lines = "\n".join(f"  - {problem}" for problem in problems)
         raise InvalidInputError(f"experiment {spec.name!r} cannot run; nothing was run or saved:\n{lines}")
@@ -65,7 +69,8 @@ def run_one(arm, branch, grader=None, *, allowed_hosts=()) -> dict:
     }
     started = time.perf_counter()
     try:
-        output = apply_arm(arm, branch.history, allowed_hosts=allowed_hosts)
+        history = branch.recorded if arm.strategy == "recorded" else branch.history
+        output = apply_arm(arm, history, allowed_hosts=allowed_hosts)
         scores, grading = score_probes(output.context, case.probes, grader=grader, allowed_hosts=allowed_hosts)
     except MemoryLabError as error:
         run.update(error=f"{type(error).__name__}: {error}", latency=time.perf_counter() - started,
@@ -77,7 +82,7 @@ def run_one(arm, branch, grader=None, *, allowed_hosts=()) -> dict:
         usage["grading"] = grading["usage"]
         cost = None if cost is None or grading["cost"] is None else cost + grading["cost"]
     run.update(
-        context=referenced_context(output.context, branch.history), summary=output.summary,
+        context=referenced_context(output.context, history), summary=output.summary,
         request=output.request, scores=scores,
         score=sum(s["score"] for s in scores) / len(scores), tokens_before=output.tokens_before,
         tokens_after=output.tokens_after, summary_tokens=output.summary_tokens, usage=usage, cost=cost,

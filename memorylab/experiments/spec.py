@@ -29,6 +29,7 @@ STRATEGY_DEFAULTS = {
     "window": {"max_length": 12000, "handler": "simple_cut"},
     "truncate": {"keep_recent": 4, "max_tool_output_chars": 500, "max_text_chars": 10000},
     "none": {},
+    "recorded": {},
 }
 """Each strategy's settings and their defaults. ``tail_token_budget: None`` means a quarter of the
 branch's tokens, so an arm compacts something on a branch of any size; ``model: None`` is the
@@ -41,10 +42,15 @@ STRATEGY_HELP = {
     "window": "seed 002's context window: the newest messages that fit max_length characters",
     "truncate": "micro-compaction only: older tool outputs and long texts shortened",
     "none": "the full history: the ceiling",
+    "recorded": "the compactions on record (the agent's own, imported, or accepted in the lab), replayed",
 }
-_SPEC_KEYS = ("name", "description", "concurrency", "min_score", "grader", "arms", "cases")
+_SPEC_KEYS = ("name", "description", "concurrency", "min_score", "grader", "probes", "arms", "cases")
 _ARM_KEYS = ("name", "strategy", "min_score")
 _CASE_KEYS = ("name", "session", "agent", "tenant", "leaf", "probes")
+_SELECTION_KEYS = ("select", "limit", "probes")
+_SELECT_KEYS = ("source", "agent", "tenant", "min_messages", "search")
+AUTO = "auto"
+"""``probes: auto``: a case's probes drawn from its branch's artifact ledger (``auto_probes``)."""
 _PROBE_KEYS = ("id", "kind", "question", "facts", "answer")
 _GRADER_KEYS = ("answer_model", "judge_model", "completion")
 
@@ -80,11 +86,28 @@ class Case:
     agent: str = "default"
     tenant: str | None = None
     leaf: str | None = None
+    auto_probes: bool = False
+    """Its probes are drawn from its branch when the experiment runs (``probes: auto``)."""
 
     def to_dict(self) -> dict:
         plain = {"name": self.name, "session": self.session, "agent": self.agent}
         plain |= {"tenant": self.tenant} if self.tenant else {}
-        return plain | ({"leaf": self.leaf} if self.leaf else {}) | {"probes": [p.to_dict() for p in self.probes]}
+        probes = AUTO if self.auto_probes and not self.probes else [p.to_dict() for p in self.probes]
+        return plain | ({"leaf": self.leaf} if self.leaf else {}) | {"probes": probes}
+
+
+@dataclass(frozen=True)
+class CaseSelection:
+    """Cases chosen from the store when the experiment runs: every session that ``select`` describes
+    (its source format, agent, tenant, at least ``min_messages`` messages, an id or title holding
+    ``search``), by session id, at most ``limit`` of them, each asked its automatic probes."""
+
+    select: dict = field(hash=False)
+    limit: int | None = None
+
+    def to_dict(self) -> dict:
+        return {"select": dict(self.select)} | ({"limit": self.limit} if self.limit is not None else {}) | {
+            "probes": AUTO}
 
 
 @dataclass(frozen=True)
@@ -128,6 +151,8 @@ class ExperimentSpec:
     concurrency: int = DEFAULT_CONCURRENCY
     min_score: float | None = None
     grader: Grader | None = None
+    selections: tuple = ()
+    """``CaseSelection``s, turned into cases against a store by ``select_cases``."""
 
     def arm(self, name) -> Arm:
         return _named(self.arms, name, "arm")
@@ -149,7 +174,8 @@ class ExperimentSpec:
             plain["min_score"] = self.min_score
         if self.grader:
             plain["grader"] = self.grader.to_dict()
-        return plain | {"arms": [a.to_dict() for a in self.arms], "cases": [c.to_dict() for c in self.cases]}
+        cases = [c.to_dict() for c in self.cases] + [s.to_dict() for s in self.selections]
+        return plain | {"arms": [a.to_dict() for a in self.arms], "cases": cases}
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True, width=110)
@@ -221,12 +247,19 @@ def parse_spec(data, *, source="the experiment spec") -> ExperimentSpec:
     min_score = _score(data.get("min_score"), "min_score", problems)
     grader = _grader(data.get("grader"), problems)
     arms = _list(data.get("arms"), "arms", problems, _arm)
-    cases = _list(data.get("cases"), "cases", problems, _case)
+    default_probes = data.get("probes")
+    if default_probes not in (None, AUTO):
+        problems.add("probes", f"at the top of a spec, probes can only be {AUTO!r} (every case without probes of "
+                               f"its own asks its automatic ones), got {default_probes!r}")
+    listed = _list(data.get("cases"), "cases", problems,
+                   lambda item, where, found: _case_or_selection(item, where, found, default_probes == AUTO))
+    cases = [case for case in listed if isinstance(case, Case)]
+    selections = [case for case in listed if isinstance(case, CaseSelection)]
     for what, items in (("arm", arms), ("case", cases)):
         _unique([item.name for item in items], f"{what} names", problems)
     problems.raise_any()
     return ExperimentSpec(name=name, arms=tuple(arms), cases=tuple(cases), description=description,
-                          concurrency=concurrency, min_score=min_score, grader=grader)
+                          concurrency=concurrency, min_score=min_score, grader=grader, selections=tuple(selections))
 
 
 def _unknown_keys(data, known, where, problems):
@@ -338,16 +371,42 @@ def arm_setting_problems(strategy, settings) -> list[str]:
     return problems
 
 
-def _case(data, where, problems) -> Case | None:
+def _case_or_selection(data, where, problems, auto_by_default):
+    return _selection(data, where, problems) if "select" in data else _case(data, where, problems, auto_by_default)
+
+
+def _case(data, where, problems, auto_by_default=False) -> Case | None:
     _unknown_keys(data, _CASE_KEYS, where, problems)
     name = _text(data.get("name"), f"{where} name", problems)
     session = _text(data.get("session"), f"{where} session", problems)
     agent = _text(data.get("agent", "default"), f"{where} agent", problems)
     tenant = _text(data.get("tenant"), f"{where} tenant", problems, required=False)
     leaf = _text(data.get("leaf"), f"{where} leaf", problems, required=False)
-    probes = _list(data.get("probes"), f"{where} probes", problems, _probe)
+    listed = data.get("probes")
+    auto = listed == AUTO or listed is None and auto_by_default
+    probes = [] if auto else _list(listed, f"{where} probes", problems, _probe)
     _unique([probe.id for probe in probes], f"{where} probe ids", problems)
-    return Case(name=name, session=session, probes=tuple(probes), agent=agent, tenant=tenant, leaf=leaf)
+    return Case(name=name, session=session, probes=tuple(probes), agent=agent, tenant=tenant, leaf=leaf,
+                auto_probes=auto)
+
+
+def _selection(data, where, problems) -> CaseSelection | None:
+    _unknown_keys(data, _SELECTION_KEYS, where, problems)
+    select, limit = data.get("select"), data.get("limit")
+    if data.get("probes", AUTO) != AUTO:
+        problems.add(where, f"the cases of a selection ask their automatic probes: probes can only be {AUTO!r}")
+    if not isinstance(select, dict) or not select:
+        problems.add(f"{where} select", f"must be a mapping of {', '.join(_SELECT_KEYS)}, got {select!r}")
+        return None
+    _unknown_keys(select, _SELECT_KEYS, f"{where} select", problems)
+    for key in ("source", "agent", "tenant", "search"):
+        if key in select:
+            _text(select[key], f"{where} select.{key}", problems)
+    if "min_messages" in select and not (is_integer(select["min_messages"]) and select["min_messages"] >= 0):
+        problems.add(f"{where} select.min_messages", f"must be a non-negative integer, got {select['min_messages']!r}")
+    if limit is not None and not (is_integer(limit) and limit >= 1):
+        problems.add(f"{where} limit", f"must be a positive integer, got {limit!r}")
+    return CaseSelection(select=dict(select), limit=limit)
 
 
 def _probe(data, where, problems) -> Probe | None:

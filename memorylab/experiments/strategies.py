@@ -1,6 +1,7 @@
 """What each arm's strategy makes of a branch: the context the model would see on its next turn.
 
-``apply_arm(arm, history)`` is one arm on one case's overlaid history. It never writes to the store:
+``apply_arm(arm, history)`` is one arm on one case's branch: the stored messages as written, except for a
+``recorded`` arm, which is given the branch as the session reads it, with its overlays applied. It never writes to the store:
 a summary becomes a summary message in the returned context exactly as an accepted overlay would
 show on read, so probes are answered from what a real compaction would leave.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from ..errors import InvalidInputError
 from ..history.compaction import build_summary_prompt, plan_compaction, render_transcript
 from ..history.overlays import is_summary_message, summary_message
 from ..history.pins import kept_with_partners, pinned_ids_of
@@ -217,5 +219,20 @@ def _chunks(messages, budget):
     return chunks + [current] if current else chunks
 
 
+def _recorded(arm, history):
+    """The branch as the session reads it, the compactions on record (the agent's own, imported, or
+    accepted in the lab) standing in their spans: ``history`` is that read."""
+    summaries = [m for m in history if is_summary_message(m)]
+    if not summaries:
+        raise InvalidInputError("no compaction is recorded on this branch: a recorded arm replays the overlays the "
+                                "session holds (imported from the agent, or accepted in the Compaction lab)")
+    tokens_after = branch_tokens(history)
+    covered = sum(m["metadata"]["compaction"]["covered_tokens"] for m in summaries)
+    summary_tokens = sum(m["tokens"] for m in summaries)
+    return ArmOutput(context=Messages(history), tokens_before=tokens_after - summary_tokens + covered,
+                     tokens_after=tokens_after, summary="\n\n".join(m["parts"][0]["text"] for m in summaries),
+                     summary_tokens=summary_tokens)
+
+
 _STRATEGIES = {"none": _full, "truncate": _truncate, "window": _window, "extractive": _extractive,
-               "summarize": _summarize}
+               "summarize": _summarize, "recorded": _recorded}
