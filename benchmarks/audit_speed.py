@@ -20,6 +20,15 @@ TAIL = 10
 TARGET_SECONDS = 60.0
 
 
+def _letters(number):
+    word = ""
+    while True:
+        number, digit = divmod(number, 26)
+        word += "abcdefghijklmnopqrstuvwxyz"[digit]
+        if not number:
+            return word
+
+
 def _minute(i):
     return f"2026-01-{1 + i // 1440:02}T{i // 60 % 24:02}:{i % 60:02}:00Z"
 
@@ -59,10 +68,11 @@ def build_store(path: Path, compactions: int) -> None:
     sessions = -(-compactions // SPANS_PER_SESSION)
 
     def message(number, i):
-        """A sample message made unique (its text parts end with the session and message number), so
+        """A sample message made unique (its text parts end with the session and message number, in letters), so
         no cache of the matcher sees the same text twice; one minute after the one before."""
         sample = samples[(number * 7 + i) % len(samples)]
-        parts = [{**part, "text": f"{part['text']} (s{number}, m{i})"} if part.get("type") == "text" else part
+        tag = f"{_letters(number)} {_letters(i)}"  # letters only: a tag of digits would add a number to every text
+        parts = [{**part, "text": f"{part['text']} ({tag})"} if part.get("type") == "text" else part
                  for part in sample["parts"]]
         return {**sample, "id": f"s{number}m{i}", "parts": parts, "metadata": {}, "created_at": _minute(i)}
 

@@ -73,7 +73,8 @@ _FILE_NAME = re.compile(
 )
 _FILE_HINT = re.compile(rf"\.(?:{_EXTENSIONS})(?![\w/]|\.\w)|file\b|\.env|\.git|rc\b")
 _FRAMEWORK_NAMES = frozenset({"node.js", "vue.js", "next.js", "nuxt.js", "express.js", "three.js", "chart.js",
-                              "d3.js", "react.js", "ember.js", "backbone.js", "nest.js", "deno.js", "p5.js"})
+                              "d3.js", "react.js", "ember.js", "backbone.js", "nest.js", "deno.js", "p5.js",
+                              "console.log"})
 _NAMED_VERSION = re.compile(
     r"(?<![\w.])(?:[Pp]ython|[Nn]ode(?:\.js)?|Postgre(?:SQL|s)|postgres|Java|Ruby|Go|Rust|PHP|Django|Rails|React|Ubuntu"
     r"|Debian|macOS|iOS|Android|Chrome|Firefox|Redis|MySQL|Kubernetes|Docker|Terraform|[Vv]ersion|[Rr]elease)"
@@ -83,7 +84,7 @@ _NUMBERED_VERSION = re.compile(
     r"""(?<![\w.])(?:
         (?P<tagged>v\d+(?:\.\d+)+(?:-[0-9A-Za-z.]+)?)
       | (?P<pinned>(?<=[=@~^<>])\d+(?:\.\d+)+(?:[-+.]?[0-9A-Za-z]+)*)
-      | (?P<triple>\d+\.\d+\.\d+(?:-(?:rc|alpha|beta|dev|post)\.?\d*)?)
+      | (?P<triple>(?!(?:19|20)\d\d\.\d\d\.\d\d)\d+\.\d+\.\d+(?:-(?:rc|alpha|beta|dev|post)\.?\d*)?)
     )(?![\w]|\.\d)""",
     re.VERBOSE,
 )
@@ -124,10 +125,14 @@ _QUANTITY = re.compile(
     re.VERBOSE,
 )
 _EXCEPTION_LINE = re.compile(
-    r"^\s*(?:[\w.]+\.)?(?P<name>[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault|Failure))(?::\s*(?P<message>\S.*))?$"
-    r"|^\s*(?P<generic>(?:error(?:\[\w+\])?|fatal|panic|npm ERR!|ERROR|FATAL)):?\s+(?P<detail>\S.{3,})$",
+    r"^\s*(?:E\s+)?(?:[\w.]+\.)?(?P<name>[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault|Failure))"
+    r"(?::\s*(?P<message>\S.*))?$"
+    r"|^\s*(?:E\s+)?(?P<generic>(?:error(?:\[\w+\])?|fatal|panic|npm ERR!|ERROR|FATAL)):?\s+(?P<detail>\S.{3,})$"
+    r"|^\s*E\s+(?P<assertion>assert\s.+)$"
+    r"|^\s*\d+:\d+\s+error\s+(?P<lint>\S.+)$",
     re.MULTILINE,
 )
+_EXCEPTION_NAME = re.compile(r"\b(?:[A-Z][a-z0-9]+)+(?:Exception|Error)\b")
 _FAILED_TEST = re.compile(r"^\s*(?:FAILED\s+(?P<first>\S+::\S+)|(?P<last>\S+::\S+)\s+FAILED|--- FAIL: (?P<go>\w+))",
                           re.MULTILINE)
 _ERROR_HINTS = ("Error", "Exception", "Exit", "Interrupt", "Fault", "Failure", "error", "fatal", "panic", "ERR",
@@ -136,20 +141,29 @@ _FENCE = re.compile(r"^```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^```[ \t]*
 _SHELL_LANGUAGES = frozenset({"sh", "bash", "shell", "console", "zsh", "terminal", "shell-session", "ps", "powershell"})
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
 _DECISION = re.compile(
-    r"\b(?:(?:we|i)(?:'ll| will| are going to|'re going to| should| decided to)|let's|let us|going forward,?)"
-    r"\s+(?:use|go with|switch to|stick with|adopt|migrate to|move to|target|ship|drop|standardi[sz]e on)\b"
-    r"|\b(?:decided|decision is|agreed|settled on|opted for|going with)\b",
+    r"\b(?:(?:we|i)(?:'ll| will| are going to|'re going to| should| decided to| have decided to|'ve decided to)"
+    r"|going forward,?)\s+(?:use|go with|switch to|stick with|adopt|migrate to|move to|target|ship|drop"
+    r"|standardi[sz]e on)\b"
+    r"|\blet(?:'s| us)\s+(?:do|go|make|use|lock|close|switch|move|stick|pin|drop|ship|skip|stay|book|take|cut)\b"
+    r"|\b(?:settled on|opted for|going with|go (?:ahead )?with|decided (?:to|on|for|that))\b"
+    r"|(?:^|\n|(?<=[.!?] )|[*_#>-] ?)(?:agreed\b|(?:revised |final )?decision\b\s*(?:\([^)\n]{0,30}\))?\s*[:.])",
     re.IGNORECASE,
 )
 _CONSTRAINT = re.compile(
-    r"\b(?:never|always|don't|do not|must(?:n't| not)?|no new|no more than|at most|at least|under no circumstances|"
-    r"not allowed|only use|make sure|from now on|keep it under|stay under|limit(?:ed)? to)\b",
+    r"(?:^|(?<=[.!?\n] )|(?<=\n)|\bplease )(?:never|always|don't|do not|keep)\b"
+    r"|\b(?:don't|do not|never) (?:use|add|push|touch|change|delete|remove|send|call|contact|commit|merge|deploy|run"
+    r"|install|include|put|ship|break)\b"
+    r"|\bmust(?:n't| not)? (?:be|stay|remain|use|have|run|go|fit|keep|not|never|always|include|happen|finish|pass)\b"
+    r"|\b(?:no new|no more than|at most|at least|under no circumstances|not allowed|only use|make sure|from now on"
+    r"|keep it under|stay under|limit(?:ed)? to|i'd rather|i would rather|i prefer)\b",
     re.IGNORECASE,
 )
-_DECISION_HINTS = ("we'll", "we will", "i'll", "i will", "going", "we should", "i should", "decided", "let's",
-                   "let us", "decision", "agreed", "settled", "opted")
-_CONSTRAINT_HINTS = ("never", "always", "don't", "do not", "must", "no new", "no more", "at most", "at least",
-                     "under no", "not allowed", "only use", "make sure", "from now on", "under", "limit")
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
+"""Where a sentence ends: a stop before a space or the end (not "7.10", "e.g.x"), or a line break."""
+_DECISION_HINTS = ("agreed", "we'll", "we will", "i'll", "i will", "going", "we should", "i should", "decided", "let's",
+                   "let us", "decision", "settled", "opted", " with")
+_CONSTRAINT_HINTS = ("never", "always", "don't", "do not", "must", "no ", "at most", "at least", "not allowed",
+                     "only", "make sure", "from now on", "under", "limit", "keep", "rather", "i want", "i prefer")
 _MATCH_NOISE = re.compile(
     r"\b(?:we|i|we'll|i'll|let's|let|us|will|shall|should|going|to|decided|decision|is|agreed|settled|on|opted|for|"
     r"please|ok|okay|so|then|the|a|an|and|just)\b",
@@ -254,6 +268,12 @@ class _Finder:
         if text:
             self.found.append(Artifact(kind, text, normalized or text, match or text, self.message_id))
 
+    def named_errors(self, text):
+        """Exception names a message's words mention ("the job died with a NullPointerException")."""
+        if "Error" in text or "Exception" in text:
+            for name in _EXCEPTION_NAME.findall(text):
+                self.add("error", name)
+
     def prose(self, text):
         """Everything a message's own words can state, outside its code blocks: each kind in turn,
         a span of the text going to the first kind that claims it (a URL's path is not a path)."""
@@ -283,9 +303,9 @@ class _Finder:
         for at in sorted(triggers):
             if at < done:
                 continue
-            begin = max(text.rfind(stop, 0, at) for stop in ".!?\n") + 1
-            ends = [i for i in (text.find(stop, at) for stop in ".!?\n") if i >= 0]
-            done = min(ends) + 1 if ends else len(text)
+            begin = max((m.end() for m in _SENTENCE_END.finditer(text, 0, at)), default=0)
+            end = _SENTENCE_END.search(text, at)
+            done = end.start() + 1 if end else len(text)
             sentence = text[begin:done].replace("**", "").replace("__", "").strip(" \t-*>#")
             if sentence.endswith("?") or text[done:done + 1] == "?" or not 3 <= len(sentence.split()) <= 40:
                 continue
@@ -295,16 +315,22 @@ class _Finder:
     def errors(self, text):
         if not any(hint in text for hint in _ERROR_HINTS):
             return
+        block_end = -1  # consecutive generic error lines (npm ERR!, error:) are one error: their first line
         for match in _EXCEPTION_LINE.finditer(text):
             if match["name"]:
                 name, message = match["name"], (match["message"] or "").strip()
                 line = f"{name}: {message}" if message else name
                 generic = name in ("Error", "Exception")
                 self.add("error", line[:200], " ".join(line.split())[:200], message[:120] if generic else name)
+            elif match["generic"]:
+                if match.start() > block_end + 1:
+                    detail = match["detail"].strip()
+                    self.add("error", f"{match['generic']}: {detail}"[:200], " ".join(detail.split())[:200].lower(),
+                             detail[:120])
+                block_end = match.end()
             else:
-                detail = match["detail"].strip()
-                self.add("error", f"{match['generic']}: {detail}"[:200], " ".join(detail.split())[:200].lower(),
-                         detail[:120])
+                line = (match["assertion"] or match["lint"]).strip()
+                self.add("error", line[:200], " ".join(line.split())[:200], line[:120])
         for match in _FAILED_TEST.finditer(text):
             test = match["first"] or match["last"] or match["go"]
             self.add("error", f"FAILED {test}", test, test.rsplit("::", 1)[-1])
@@ -340,6 +366,7 @@ class _Finder:
             if inline.startswith("$ "):
                 self.command(inline)
         self.prose(outside)
+        self.named_errors(outside)
         self.statements(_INLINE_CODE.sub(lambda m: m.group(1), outside), constraints=role == "user")
 
     def tool_call(self, part):
