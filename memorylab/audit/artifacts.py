@@ -146,11 +146,11 @@ _DECISION = re.compile(
     r"|standardi[sz]e on)\b"
     r"|\blet(?:'s| us)\s+(?:do|go|make|use|lock|close|switch|move|stick|pin|drop|ship|skip|stay|book|take|cut)\b"
     r"|\b(?:settled on|opted for|going with|go (?:ahead )?with|decided (?:to|on|for|that))\b"
-    r"|(?:^|\n|(?<=[.!?] )|[*_#>-] ?)(?:agreed\b|(?:revised |final )?decision\b\s*(?:\([^)\n]{0,30}\))?\s*[:.])",
+    r"|\b(?P<opening>agreed\b|(?:revised |final )?decision\b\s*(?:\([^)\n]{0,30}\))?\s*[:.])",
     re.IGNORECASE,
 )
 _CONSTRAINT = re.compile(
-    r"(?:^|(?<=[.!?\n] )|(?<=\n)|\bplease )(?:never|always|don't|do not|keep)\b"
+    r"\b(?P<opening>never|always|don't|do not|keep)\b"
     r"|\b(?:don't|do not|never) (?:use|add|push|touch|change|delete|remove|send|call|contact|commit|merge|deploy|run"
     r"|install|include|put|ship|break)\b"
     r"|\bmust(?:n't| not)? (?:be|stay|remain|use|have|run|go|fit|keep|not|never|always|include|happen|finish|pass)\b"
@@ -256,6 +256,14 @@ _PROSE_KINDS = (
 )
 
 
+def _opens_sentence(text, at) -> bool:
+    """Whether ``at`` starts a sentence of ``text`` (markdown marks and a "please" before it allowed)."""
+    before = text[:at].rstrip(" *_#>-")
+    if before.lower().endswith("please"):
+        before = before[:-6].rstrip(" *_#>-")
+    return not before or before[-1] in ".!?\n:" or before.endswith(("\n", ". "))
+
+
 class _Finder:
     """The artifacts of one message, each span of its text claimed by the first kind that finds it."""
 
@@ -295,10 +303,11 @@ class _Finder:
         explanation): sentences, not questions, that choose or forbid something."""
         lower = text.lower()
         triggers = []
-        if any(hint in lower for hint in _DECISION_HINTS):
-            triggers += [m.start() for m in _DECISION.finditer(text)]
-        if constraints and any(hint in lower for hint in _CONSTRAINT_HINTS):
-            triggers += [m.start() for m in _CONSTRAINT.finditer(text)]
+        for pattern, hints, wanted in ((_DECISION, _DECISION_HINTS, True), (_CONSTRAINT, _CONSTRAINT_HINTS, constraints)):
+            if wanted and any(hint in lower for hint in hints):
+                # An opening word ("agreed", "Decision:", "never", "keep") counts only where a sentence starts.
+                triggers += [m.start() for m in pattern.finditer(text)
+                             if not m["opening"] or _opens_sentence(text, m.start())]
         done = -1
         for at in sorted(triggers):
             if at < done:

@@ -12,14 +12,18 @@ judged on its summary alone.
 """
 from __future__ import annotations
 
-from collections import Counter
+import multiprocessing
+import os
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from ..errors import NotFoundError
 from ..experiments.facts import ContextText, fact_terms, match_fact
 from ..history.overlays import SUMMARY_ID_PREFIX, apply_overlays
+from ..store.core import is_postgres_url
 from ..messages import utc_now_iso
 from .artifacts import KINDS, Artifact, extract_artifacts, iter_text
 
@@ -197,19 +201,60 @@ def retention_totals(audits: Iterable[CompactionAudit]) -> dict[str, dict[str, i
     return {kind: {"kept": c["kept"], "lost": c["lost"]} for kind, c in totals.items() if c}
 
 
-def iter_store_audits(store, session_ids=None, *, tenant_id=None) -> Iterator[CompactionAudit]:
-    """The audits of every overlay in ``store`` (or in the sessions ``session_ids``), one session at a
-    time, so a store of thousands of sessions is audited in bounded memory."""
-    from ..history.session import Session
+PARALLEL_FROM = 40
+"""Sessions from which ``iter_store_audits`` shares the work among processes."""
+_CHUNK = 10
 
+
+def _session_keys(store, session_ids, tenant_id) -> list[tuple]:
+    """(session id, tenant, agent) of every session to audit, in the store's listing order."""
     rows = store.sessions.list(tenant_id=tenant_id)
     wanted = set(session_ids) if session_ids else None
     if wanted:
         missing = wanted - {row["session_id"] for row in rows}
         if missing:
             raise NotFoundError(f"no session {', '.join(sorted(missing))} in {store.path}")
-    for row in rows:
-        if wanted is None or row["session_id"] in wanted:
-            session = Session(store, row["session_id"], tenant_id=row["tenant_id"], agent_id=row["agent_id"])
-            if session.get_compactions():
-                yield from audit_session(session)
+    return [(row["session_id"], row["tenant_id"], row["agent_id"]) for row in rows
+            if wanted is None or row["session_id"] in wanted]
+
+
+def _audits_of(store, keys) -> list[CompactionAudit]:
+    from ..history.session import Session
+
+    audits = []
+    for session_id, tenant_id, agent_id in keys:
+        session = Session(store, session_id, tenant_id=tenant_id, agent_id=agent_id)
+        if session.get_compactions():
+            audits += audit_session(session)
+    return audits
+
+
+def _audits_in(target, keys) -> list[CompactionAudit]:
+    """``_audits_of`` in a worker process, on its own connection to the store file ``target``."""
+    from ..store import Store
+
+    with Store(target) as store:
+        return _audits_of(store, keys)
+
+
+def iter_store_audits(store, session_ids=None, *, tenant_id=None, workers=None) -> Iterator[CompactionAudit]:
+    """The audits of every overlay in ``store`` (or in the sessions ``session_ids``), session by
+    session in the store's order, in bounded memory. A store file or server with many compacted
+    sessions is audited by ``workers`` processes (default: one per core), a few sessions each, each
+    on its own connection; the audits still come back in order."""
+    keys = _session_keys(store, session_ids, tenant_id)
+    workers = os.cpu_count() or 1 if workers is None else workers
+    if workers <= 1 or len(keys) < PARALLEL_FROM or store.path in (":memory:", "") or is_postgres_url(store.path):
+        for key in keys:
+            yield from _audits_of(store, [key])
+        return
+    chunks = [keys[i:i + _CHUNK] for i in range(0, len(keys), _CHUNK)]
+    context = multiprocessing.get_context("spawn")  # a forked child would share the parent's connections
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        pending = deque()
+        for chunk in chunks:
+            pending.append(pool.submit(_audits_in, store.path, chunk))
+            if len(pending) > 2 * workers:  # a window of chunks in flight, not the whole store's audits
+                yield from pending.popleft().result()
+        while pending:
+            yield from pending.popleft().result()

@@ -124,3 +124,15 @@ def test_a_proposed_summary_is_audited_before_it_is_written(store):
     assert ("identifier", "PAY-2291") not in lost(proposal) and ("date", "2026-11-15") not in lost(proposal)
     assert ("path", "deploy/prod/settings.toml") in lost(proposal)
     assert session.get_compactions() == []  # nothing written
+
+
+def test_many_sessions_are_audited_by_worker_processes_in_the_same_order(store, monkeypatch):
+    from memorylab.audit import audit as audit_module
+
+    for name in ("a", "b", "c", "d"):
+        planted_session(store, name).add_compaction(f"Deploy {name} fails; ticket PAY-2291.", "m0", "m3")
+    alone = [a.to_dict() for a in iter_store_audits(store, workers=1)]
+    monkeypatch.setattr(audit_module, "PARALLEL_FROM", 2)
+    monkeypatch.setattr(audit_module, "_CHUNK", 1)
+    shared = [a.to_dict() for a in iter_store_audits(store, workers=2)]
+    assert shared == alone and len(alone) == 4
