@@ -1,9 +1,11 @@
 """How well the artifact ledger finds what a person labelled: precision and recall per kind.
 
-    python benchmarks/ledger_quality.py [--markdown] [--json PATH] [--show KIND]
+    python benchmarks/ledger_quality.py [--heldout] [--markdown] [--json PATH] [--show KIND]
 
 The labelled set is ``tests/data/ledger/labels.json`` (its README says where each span came from and
-how it was labelled, by someone who never saw the extractor). A found artifact is right when a
+how it was labelled, by someone who never saw the extractor); the extractor was tuned on it.
+``--heldout`` scores ``tests/data/ledger/heldout/labels.json`` instead: spans written and labelled
+later by someone who saw neither the extractor nor the first set, never used to tune it. A found artifact is right when a
 labelled one of its kind in the same span says the same thing: the same text once case, spacing and
 punctuation are set aside, or one text holding the other (``summarize.py`` for
 ``importer/summarize.py``); a decision also when most of its words are the labelled sentence's.
@@ -28,6 +30,7 @@ from memorylab.history.session import Session  # noqa: E402
 from memorylab.importers import import_source  # noqa: E402
 
 LABELS = ROOT / "tests" / "data" / "ledger" / "labels.json"
+HELDOUT = ROOT / "tests" / "data" / "ledger" / "heldout" / "labels.json"
 TARGET_PRECISION = 0.9
 
 
@@ -100,7 +103,7 @@ def _share(value) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def print_table(result, markdown) -> None:
+def print_table(result, markdown, command="python benchmarks/ledger_quality.py") -> None:
     rows = [(kind, c["found"], c["right"], _share(c["precision"]), c["labelled"], c["recalled"], _share(c["recall"]))
             for kind, c in result["kinds"].items()]
     headers = ("kind", "found", "right", "precision", "labelled", "found of them", "recall")
@@ -112,18 +115,18 @@ def print_table(result, markdown) -> None:
         print("  ".join(f"{h:>13}" for h in headers))
         for row in rows:
             print("  ".join(f"{str(cell):>13}" for cell in row))
-    print(f"\n{result['spans']} labelled spans; source: python benchmarks/ledger_quality.py"
-          + (" --markdown" if markdown else ""))
+    print(f"\n{result['spans']} labelled spans; source: {command}")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--heldout", action="store_true", help="score the held-out set, never used for tuning")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     parser.add_argument("--json", metavar="PATH", help="also write the result as JSON")
     parser.add_argument("--show", metavar="KIND", choices=KINDS, help="list the noise and the misses of one kind")
     args = parser.parse_args()
-    result = evaluate()
-    print_table(result, args.markdown)
+    result = evaluate(HELDOUT if args.heldout else LABELS)
+    print_table(result, args.markdown, " ".join(["python benchmarks/ledger_quality.py", *sys.argv[1:]]))
     if args.show:
         print(f"\nnoise ({args.show}):", *result["noise"][args.show], sep="\n  ")
         print(f"\nmissed ({args.show}):", *result["missed"][args.show], sep="\n  ")
