@@ -18,6 +18,7 @@ import streamlit as st
 
 from memorylab import MemoryLabError, Session
 from memorylab.experiments import PROBE_KINDS, STRATEGY_DEFAULTS, STRATEGY_HELP, Arm, plan_for, propose_probes
+from memorylab.experiments.spec import AUTO
 from memorylab.history.compaction import DEFAULT_SUMMARY_TEMPLATE
 from memorylab.lab.treeview import preview
 
@@ -244,12 +245,39 @@ def add_probes(spec, case_name, probes):
     return spec | {"cases": cases}
 
 
+def is_automatic(case) -> bool:
+    """A case whose probes, or whose sessions, are chosen when the experiment runs (``probes: auto``,
+    ``select:``): shown as written, not in the probe editor."""
+    return "select" in case or case.get("probes") == AUTO
+
+
+def _automatic_cases(cases, key):
+    """The automatic cases as a table, each removable; returns the changes."""
+    st.caption("Chosen when the experiment runs: a selection becomes one case per matching session, and each "
+               "asks the probes its own branch answers (its paths, commands, ids, numbers, dates, versions, "
+               "errors and decisions). The trial saves them, so the next one asks the same.")
+    rows = [{"case": case.get("name") or "selection",
+             "sessions": ", ".join(f"{k}: {v}" for k, v in case["select"].items()) if "select" in case
+             else case["session"], "limit": case.get("limit"), "probes": "auto"} for case in cases]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    removed = st.selectbox("Remove an automatic case", ["(none)", *range(len(cases))], key=f"exp_auto_remove:{key}",
+                           format_func=lambda i: i if i == "(none)" else rows[i]["case"] + " · " + rows[i]["sessions"])
+    if removed != "(none)" and st.button("Remove it", key=f"exp_auto_remove_button:{key}"):
+        gone = cases[removed]
+        return [lambda spec: spec | {"cases": [c for c in spec["cases"] if c is not gone and c != gone]}]
+    return []
+
+
 def edit_cases(store, draft):
-    """One tab per case (its leaf and probe table, proposals, removal) and the "Add a case" panel.
-    Returns ``(cases, changes)``."""
+    """One tab per case (its leaf and probe table, proposals, removal), the automatic cases as written,
+    and the "Add a case" panel. Returns ``(cases, changes)``."""
     key = section_key(draft, "cases", lambda k: f"exp_case_search:{k}")
     cases, changes = [], []
-    base, arms = draft["base"]["cases"], draft["spec"]["arms"]
+    arms = draft["spec"]["arms"]
+    automatic = [case for case in draft["base"]["cases"] if is_automatic(case)]
+    base = [case for case in draft["base"]["cases"] if not is_automatic(case)]
+    if automatic:
+        changes += _automatic_cases(automatic, key)
     if base:
         st.caption("Probes are questions a user could ask later. A probe passes when the arm's context holds "
                    f"every one of its facts (separate facts with “{FACT_SEPARATOR.strip()}”); matching ignores case, "
@@ -262,10 +290,10 @@ def edit_cases(store, draft):
                 edited, case_changes = _case_editor(store, case, arms, f"{key}:{index}")
             cases.append(edited)
             changes += case_changes
-    else:
+    elif not automatic:
         st.info("No cases yet: add one below. A case is a session branch and the probes asked of it.")
     changes += _new_case(store, base, key)
-    return cases, changes
+    return cases + automatic, changes
 
 
 def _case_editor(store, case, arms, key):

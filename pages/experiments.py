@@ -11,11 +11,12 @@ import yaml
 
 from memorylab import MemoryLabError
 from memorylab.experiments import Experiments, parse_spec_yaml
+from memorylab.experiments.spec import AUTO
 from memorylab.lab.samples import SAMPLE_DIR
 from memorylab.store.compare_and_set import MISSING, StaleWriteError
 
 from pages.common import changed_since_loaded, escape_markdown, job_progress, setup_page, sidebar_api_hosts
-from pages.experiment_editor import edit_arms, edit_cases
+from pages.experiment_editor import edit_arms, edit_cases, is_automatic
 from pages.experiment_results import results_panel
 
 SAMPLE_SPEC = SAMPLE_DIR / "experiments" / "sample.yaml"
@@ -42,7 +43,11 @@ def set_draft(origin, spec, version=None):
     """Start editing ``spec`` (a plain dict): every editor starts afresh from it. ``version``: that of
     the saved experiment it was read from, which its save must still find (None: no saved one). A case
     without a tenant is in the page's tenant, and is shown there."""
-    spec = spec | {"cases": [{"tenant": tenant} | case for case in spec.get("cases") or ()]}
+    cases = spec.get("cases") or ()
+    if spec.get("probes") == AUTO:  # every case without probes asks its automatic ones: say so on each
+        spec = {k: v for k, v in spec.items() if k != "probes"}
+        cases = [case if "probes" in case or "select" in case else case | {"probes": AUTO} for case in cases]
+    spec = spec | {"cases": [case if is_automatic(case) else {"tenant": tenant} | case for case in cases]}
     draft = st.session_state["exp_draft"] = {"origin": origin, "spec": spec, "base": {}, "keys": {}, "problems": [],
                                              "version": version}
     return draft
