@@ -27,6 +27,8 @@ RECORD_COLUMNS = ["id", "scope", "session_id", "summary", "body", "tags", "impor
                   "updated_at"]
 MEMORY_COLUMNS = ["id", "entity_type", "entity_value", "status", "updated_at", "message_count", "last_role",
                   "last_message", "summary"]
+AUDIT_COLUMNS = ["session_id", "overlay_id", "retained", "lost", "kept", "span_messages", "span_tokens",
+                 "summary_tokens"]
 
 
 def _message_row(message):
@@ -121,3 +123,22 @@ def to_dataframe(obj) -> pd.DataFrame:
         if str(column).endswith("_at"):
             frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
     return frame
+
+
+def _audit_row(audit):
+    kept, lost = len(audit.kept), len(audit.lost)
+    return {"session_id": audit.session_id, "overlay_id": audit.overlay_id,
+            "retained": kept / (kept + lost) if kept + lost else None, "lost": lost, "kept": kept,
+            "span_messages": audit.span_messages, "span_tokens": audit.span_tokens,
+            "summary_tokens": audit.summary_tokens}
+
+
+def audit_table(audits) -> pd.DataFrame:
+    """One row per ``CompactionAudit`` (``AUDIT_COLUMNS``), worst first: the smallest share of the
+    span's artifacts kept, then the most lost; a compaction whose span stated none comes last, with
+    ``retained`` empty."""
+    import pandas as pd
+
+    rows = sorted(map(_audit_row, audits), key=lambda row: (row["retained"] is None, row["retained"] or 0,
+                                                            -row["lost"]))
+    return pd.DataFrame(rows, columns=AUDIT_COLUMNS)

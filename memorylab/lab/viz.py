@@ -3,6 +3,7 @@ import html
 
 import plotly.graph_objects as go
 
+from ..audit import KINDS
 from .treeview import SessionTree
 
 ROLE_COLORS = {"user": "#2563eb", "assistant": "#16a34a", "tool": "#ea580c", "system": "#6b7280",
@@ -271,4 +272,35 @@ def prompt_cache_figure(rows, *, height=360):
         yaxis={"title": "estimated tokens (lost below 0)", "gridcolor": "#e5e7eb", "zerolinecolor": "#94a3b8"},
         legend={"orientation": "h", "y": -0.25}, bargap=0.15,
     )
+    return figure
+
+
+RETENTION_COLORS = {"kept": "#16a34a", "lost": "#dc2626"}
+
+
+def retention_figure(by_kind, *, height=None):
+    """The share of each kind of artifact kept and lost over many compactions (``by_kind`` as
+    ``retention_totals`` gives it), one bar per kind in ``KINDS`` order; each bar's ``customdata`` is
+    ``[kept, lost]``, the counts its hover names."""
+    kinds = [kind for kind in KINDS if kind in by_kind]
+    if not kinds:
+        return go.Figure(layout={"height": height or 160, "xaxis": {"visible": False}, "yaxis": {"visible": False},
+                                 "annotations": [{"text": "No compaction to audit", "showarrow": False}],
+                                 "plot_bgcolor": "white"})
+    counts = [[by_kind[kind]["kept"], by_kind[kind]["lost"]] for kind in kinds]
+    traces = []
+    for column, verdict in enumerate(("kept", "lost")):
+        shares = [pair[column] / sum(pair) for pair in counts]
+        traces.append(go.Bar(
+            y=kinds, x=shares, orientation="h", name=verdict, customdata=counts,
+            marker={"color": RETENTION_COLORS[verdict], "line": {"color": "white", "width": 1}},
+            text=[f"{share:.0%}" if verdict == "kept" else "" for share in shares], textposition="inside",
+            insidetextanchor="start",
+            hovertemplate=f"%{{y}}: {verdict} %{{x:.0%}} (%{{customdata[0]:,}} kept, %{{customdata[1]:,}} lost)"
+                          "<extra></extra>"))
+    figure = go.Figure(traces)
+    figure.update_layout(
+        barmode="stack", height=height or 90 + 34 * len(kinds), margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        xaxis={"title": "share of the artifacts the compacted spans stated", "tickformat": ".0%", "range": [0, 1]},
+        yaxis={"autorange": "reversed"}, legend={"orientation": "h", "y": -0.35}, plot_bgcolor="white")
     return figure
