@@ -125,20 +125,24 @@ def to_dataframe(obj) -> pd.DataFrame:
     return frame
 
 
-def _audit_row(audit):
+def _retained(audit):
     kept, lost = len(audit.kept), len(audit.lost)
-    return {"session_id": audit.session_id, "overlay_id": audit.overlay_id,
-            "retained": kept / (kept + lost) if kept + lost else None, "lost": lost, "kept": kept,
-            "span_messages": audit.span_messages, "span_tokens": audit.span_tokens,
-            "summary_tokens": audit.summary_tokens}
+    return kept / (kept + lost) if kept + lost else None
+
+
+def worst_first(audits) -> list:
+    """``CompactionAudit``s ordered as a reviewer reads them: the smallest share of the span's
+    artifacts kept first, then the most lost; a compaction whose span stated none comes last."""
+    return sorted(audits, key=lambda audit: (_retained(audit) is None, _retained(audit) or 0, -len(audit.lost)))
 
 
 def audit_table(audits) -> pd.DataFrame:
-    """One row per ``CompactionAudit`` (``AUDIT_COLUMNS``), worst first: the smallest share of the
-    span's artifacts kept, then the most lost; a compaction whose span stated none comes last, with
-    ``retained`` empty."""
+    """One row per ``CompactionAudit`` (``AUDIT_COLUMNS``), ``worst_first``; ``retained`` is the
+    share kept, empty for a span that stated no artifact."""
     import pandas as pd
 
-    rows = sorted(map(_audit_row, audits), key=lambda row: (row["retained"] is None, row["retained"] or 0,
-                                                            -row["lost"]))
+    rows = [{"session_id": audit.session_id, "overlay_id": audit.overlay_id, "retained": _retained(audit),
+             "lost": len(audit.lost), "kept": len(audit.kept), "span_messages": audit.span_messages,
+             "span_tokens": audit.span_tokens, "summary_tokens": audit.summary_tokens}
+            for audit in worst_first(audits)]
     return pd.DataFrame(rows, columns=AUDIT_COLUMNS)

@@ -4,6 +4,7 @@ import html
 import plotly.graph_objects as go
 
 from ..audit import KINDS
+from ..history.overlays import SUMMARY_ID_PREFIX
 from .treeview import SessionTree
 
 ROLE_COLORS = {"user": "#2563eb", "assistant": "#16a34a", "tool": "#ea580c", "system": "#6b7280",
@@ -46,8 +47,8 @@ VIEW_COLUMNS = 48
 
 def tree_layout_figure(layout, *, focus=None, height=None, flagged=frozenset()):
     """Draw a ``TreeLayout``. Each point's ``customdata`` is its node's id (a message id; for a
-    collapsed run, its first message), so ``st.plotly_chart(..., on_select="rerun")`` can select a
-    message or open a run. A tree wider than ``VIEW_COLUMNS`` opens centred on ``focus`` (a node id;
+    collapsed run, its first message; for a band's label, its summary's id), so
+    ``st.plotly_chart(..., on_select="rerun")`` can select a message, open a run or pick a band. A tree wider than ``VIEW_COLUMNS`` opens centred on ``focus`` (a node id;
     default the active leaf), with a range slider under it that shows and pans the whole tree.
     Nodes holding a message of ``flagged`` (ids, e.g. of tool-pair findings) get a red outline."""
     # Traces and shapes as plain dicts, validated once by the Figure: add_trace would copy each again.
@@ -60,6 +61,7 @@ def tree_layout_figure(layout, *, focus=None, height=None, flagged=frozenset()):
         traces.append({
             "type": "scatter", "x": [(band["x0"] + band["x1"]) / 2], "y": [band["y1"]], "mode": "text",
             "text": [f"summary {overlay['id']} ({band['covered']} msgs)"], "textposition": "top center",
+            "customdata": [f"{SUMMARY_ID_PREFIX}{overlay['id']}"],
             "hovertext": [_hover(overlay["summary"])], "hoverinfo": "text", "showlegend": False,
             "textfont": {"color": "#7e22ce", "size": 11},
         })
