@@ -1,8 +1,8 @@
 """Audit: what the store's compactions forgot. Retention per kind of artifact over every compaction,
 the compactions worst first, and for the one selected what its summary dropped.
 
-State: ``audit_table`` (the row selected in the table; a new key whenever the rows listed change,
-see ``table_key``). The audits are worked out once per state of the store (``store.sessions.stamp()``,
+State: ``audit_table`` (the row selected in the table, the worst one while none is; a new key
+whenever the rows listed change, see ``table_key``). The audits are worked out once per state of the store (``store.sessions.stamp()``,
 one cheap read) and shared by every rerun and browser tab.
 """
 import streamlit as st
@@ -18,8 +18,8 @@ from pages.common import (damaged_row_skipped, database_target, link_to, recordi
 COLUMNS = {
     "session_id": st.column_config.TextColumn("session"),
     "overlay_id": st.column_config.NumberColumn("overlay", help="The overlay's id in its session"),
-    "retained": st.column_config.ProgressColumn("retained", format="percent", min_value=0, max_value=1,
-                                                help="Share of the span's artifacts the request after it still held"),
+    "retained": st.column_config.NumberColumn("retained", format="percent",
+                                              help="Share of the span's artifacts the request after it still held"),
     "lost": st.column_config.NumberColumn("lost"),
     "kept": st.column_config.NumberColumn("kept"),
     "span_messages": st.column_config.NumberColumn("span msgs", help="Messages the summary replaced"),
@@ -79,7 +79,8 @@ def render_overview(audits, by_kind, figure):
 def render_worst(audits, table):
     """The compactions worst first; returns the one selected, or None."""
     st.markdown("#### Compactions, worst first")
-    st.caption("Sorted by the share of artifacts kept, then by how many were lost. Select one to see what it dropped.")
+    st.caption("Sorted by the share of artifacts kept, then by how many were lost. Select one to see what it dropped; "
+               "until then the worst is shown.")
     event = st.dataframe(table, hide_index=True, width="stretch", column_config=COLUMNS, on_select="rerun",
                          selection_mode="single-row",
                          key=table_key("audit_table", [(a.session_id, a.overlay_id) for a in audits]))
@@ -114,6 +115,4 @@ if not audits:
     render_empty(store)
     st.stop()
 render_overview(audits, by_kind, figure)
-selected = render_worst(audits, table)
-if selected is not None:
-    render_selected(store, selected)
+render_selected(store, render_worst(audits, table) or audits[0])

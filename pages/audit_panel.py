@@ -11,6 +11,8 @@ from memorylab.history.overlays import SUMMARY_ID_PREFIX
 from memorylab.lab.frames import to_dataframe
 from pages.common import branch_key, open_message
 
+SHOWN_PER_KIND = 5
+"""Lost artifacts of one kind listed at once; the others are folded under them."""
 WHERE_KEPT = {"summary": "the summary", "pin": "a pinned message read after it", "tail": "the tail (after the span)",
               "head": "the head (before the span)"}
 
@@ -33,12 +35,13 @@ def proposal_audit(key, summary, from_id, to_id, _session):
     return audit_proposal(_session, summary, from_id, to_id)
 
 
-def audit_caption(audit):
-    """The audit in one line: the span, the summary and how much of what the span stated survived."""
+def audit_caption(audit, subject):
+    """The audit in one line: the span, the summary (``subject``) and how much of what the span
+    stated survived."""
     whole = len(audit.kept) + len(audit.lost)
     share = f"kept {len(audit.kept)} of {whole} artifacts ({len(audit.kept) / whole:.0%})" if whole else \
         "its span states no artifact (path, command, URL, id, number, date, version, error or decision)"
-    return (f"Summary {audit.overlay_id}: {audit.span_messages} messages ({audit.span_tokens:,} tokens) → "
+    return (f"{subject}: {audit.span_messages} messages ({audit.span_tokens:,} tokens) → "
             f"{audit.summary_tokens:,}-token summary; {share}.")
 
 
@@ -52,25 +55,34 @@ def open_on_tree(session, overlay_id, message_id=None):
     open_message((session.tenant_id, session.agent_id, session.session_id), message_id, session)
 
 
+def lost_artifact(artifact, audit, session, key):
+    """One lost artifact: its text (plain: it is user content) and a button to where it was stated."""
+    text, button = st.columns([3, 1], vertical_alignment="center")
+    text.text(" ".join(artifact["text"].split()))
+    message_id = artifact["message_id"]
+    if message_id.startswith(SUMMARY_ID_PREFIX):  # stated by an earlier summary the span held
+        earlier = int(message_id.removeprefix(SUMMARY_ID_PREFIX))
+        if button.button(f"Show summary {earlier}", key=key, width="stretch",
+                         help=f"Stated by summary {earlier}, which this span updated: open its band on the Tree"):
+            open_on_tree(session, earlier)
+    elif button.button("Show message", key=key, width="stretch", help=f"Show message {message_id} on the Tree"):
+        open_on_tree(session, audit.overlay_id, message_id)
+
+
 def lost_artifacts(audit, session, key):
-    """Each lost artifact by kind: its text (plain: it is user content) and a button to its message."""
+    """The lost artifacts by kind, the first ``SHOWN_PER_KIND`` of each at once and the rest folded, so
+    a long list does not push what follows (the Accept button) off the screen."""
     for kind in KINDS:
         lost = [artifact for artifact in audit.lost if artifact["kind"] == kind]
         if not lost:
             continue
         st.markdown(f"**{kind}** · {len(lost)} lost")
-        for number, artifact in enumerate(lost):
-            text, button = st.columns([6, 1], vertical_alignment="center")
-            text.text(" ".join(artifact["text"].split()))
-            message_id = artifact["message_id"]
-            if message_id.startswith(SUMMARY_ID_PREFIX):  # stated by an earlier summary the span held
-                earlier = int(message_id.removeprefix(SUMMARY_ID_PREFIX))
-                if button.button(f"Summary {earlier}", key=f"{key}:{kind}:{number}", width="stretch",
-                                 help=f"Stated by summary {earlier}, which this span updated: open its band on the Tree"):
-                    open_on_tree(session, earlier)
-            elif button.button("Open", key=f"{key}:{kind}:{number}", width="stretch",
-                               help=f"Show message {message_id} on the Tree"):
-                open_on_tree(session, audit.overlay_id, message_id)
+        for number, artifact in enumerate(lost[:SHOWN_PER_KIND]):
+            lost_artifact(artifact, audit, session, f"{key}:{kind}:{number}")
+        if len(lost) > SHOWN_PER_KIND:
+            with st.expander(f"{len(lost) - SHOWN_PER_KIND} more {kind} lost"):
+                for number, artifact in enumerate(lost[SHOWN_PER_KIND:], SHOWN_PER_KIND):
+                    lost_artifact(artifact, audit, session, f"{key}:{kind}:{number}")
 
 
 def kept_artifacts(audit):
@@ -83,13 +95,13 @@ def kept_artifacts(audit):
         st.dataframe(table, hide_index=True, width="stretch")
 
 
-def dropped_panel(audit, session, key, *, heading="What this summary dropped"):
+def dropped_panel(audit, session, key, *, heading="What this summary dropped", subject=None):
     """``audit`` (a ``CompactionAudit`` of ``session``) under ``heading`` (None: the caller's
-    expander names it): the lost artifacts by kind, then what was kept and where. ``key`` makes its
-    buttons' keys unique on the page."""
+    expander names it): the lost artifacts by kind, then what was kept and where. ``subject`` names
+    the summary (default: by its overlay id); ``key`` makes its buttons' keys unique on the page."""
     if heading:
         st.markdown(f"#### {heading}")
-    st.caption(audit_caption(audit) + " An artifact is lost when neither the summary, a pinned message, the head nor "
+    st.caption(audit_caption(audit, subject or f"Summary {audit.overlay_id}") + " An artifact is lost when neither the summary, a pinned message, the head nor "
                "the tail the agent read next still holds it.")
     if audit.kept and not audit.lost:
         st.success(f"Nothing: the request after it still holds all {len(audit.kept)} artifacts.")

@@ -8,7 +8,7 @@ from memorylab.history.truncation import stored_bytes
 from memorylab.lab.frames import to_dataframe
 from memorylab.lab.samples import sample_facts
 from memorylab.lab.viz import compaction_figure
-from pages.audit_panel import dropped_panel, proposal_audit, session_audits
+from pages.audit_panel import audit_caption, dropped_panel, proposal_audit, session_audits
 from pages.common import (active_leaf, branch_history, branch_key, changed_since_loaded, completion_settings, link_to,
                           session_page)
 
@@ -146,7 +146,7 @@ def summarize(plan, summarizer_model):
 def overlay_audit(container, audit):
     """What one stored overlay's summary dropped, folded: the tab lists every overlay."""
     whole = len(audit.kept) + len(audit.lost)
-    lost = f"{len(audit.lost)} of {whole} artifacts" if audit.lost else f"nothing of {whole} artifacts"
+    lost = f"{len(audit.lost)} of {whole} artifacts" if audit.lost else f"nothing (kept all {whole} artifacts)"
     with container.expander(f"What this summary dropped: {lost}" if whole else
                             "What this summary dropped: its span states no artifact"):
         dropped_panel(audit, session, f"overlay_lost_{audit.overlay_id}", heading=None)
@@ -216,9 +216,8 @@ with preview_tab:
             st.subheader("Review the proposed summary")
             edited = st.text_area("Summary (edit before accepting if you like)", proposal["summary"], height=220,
                                   key="proposal_text")
-            with st.container(border=True):
-                dropped_panel(proposal_audit(branch, edited, plan.from_id, plan.to_id, session), session,
-                              "proposal_lost", heading="What this summary would drop")
+            audit = proposal_audit(branch, edited, plan.from_id, plan.to_id, session)
+            st.caption(f"{audit_caption(audit, 'The proposed summary')} What it would drop is listed below the buttons.")
             accept, reject = st.columns(2)
             refused = False
             if accept.button("Accept: add as an overlay", type="primary"):
@@ -232,6 +231,9 @@ with preview_tab:
                 changed_since_loaded("compaction", "The branch", stored=plan_span(plan), version=plan_span(plan),
                                      yours=proposal["span"], refused=refused, reload=drop_proposal,
                                      overwrite=lambda shown: accept_summary(plan, edited, leaf_id, shown))
+            with st.container(border=True):
+                dropped_panel(audit, session, "proposal_lost", heading="What this summary would drop",
+                              subject="The proposed summary")
 
 with ab_tab:
     st.caption("Two arms on the active branch, run as an experiment: each fact below is a probe, kept when the "

@@ -27,10 +27,11 @@ def tool_pair_findings(key, _tree, _overlays):
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def tree_view(key, _tree, leaf_id, overlays, opened, focus, flagged):
+def tree_view(key, _tree, leaf_id, overlays, opened, focus, flagged, ringed):
     """(layout, figure, overlaid history) of one way of looking at the tree: read-only, shared."""
     layout = _tree.layout(overlays, active_leaf=leaf_id, opened=opened)
-    return layout, tree_layout_figure(layout, focus=focus, flagged=flagged), _tree.history(leaf_id, overlays)
+    figure = tree_layout_figure(layout, focus=focus, flagged=flagged, opened=ringed)
+    return layout, figure, _tree.history(leaf_id, overlays)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -105,8 +106,8 @@ def opened_message(tree):
         return
     with st.container(border=True):
         text, close = st.columns([6, 1], vertical_alignment="center")
-        text.markdown(f"**Opened from the audit:** message `{message['id']}` ({message['role']}), on the active "
-                      "branch below; a summary's band covers it.")
+        text.markdown(f"**Opened from the audit:** message `{message['id']}` ({message['role']}), ringed on the "
+                      "tree below: a message of the span the audited summary replaced.")
         text.text(preview(message, 600))  # user content: plain text
         if close.button("Close", key="tree_message_close"):
             st.session_state.pop("tree_message", None)
@@ -136,7 +137,8 @@ overlays = session.get_compactions()
 opened = tuple(st.session_state.get("tree_open_runs", ()))
 findings = tool_pair_findings(key, tree, overlays)
 flagged = frozenset(message_id for finding in findings for message_id in finding.message_ids)
-layout, figure, history = tree_view(key, tree, leaf_id, overlays, opened, st.session_state.get("tree_focus"), flagged)
+layout, figure, history = tree_view(key, tree, leaf_id, overlays, opened, st.session_state.get("tree_focus"), flagged,
+                                    st.session_state.get("tree_message"))
 leaves = tree.leaves()
 
 left, middle, right, far = st.columns(4)
@@ -147,8 +149,8 @@ far.metric("History tokens", f"{sum(m['tokens'] for m in history):,}",
            help="Estimated tokens of the active path as sent: overlays applied, stored estimates summed")
 
 st.caption("Click a node to make its branch active on every page; click a square (a collapsed run of messages) "
-           "to open it. Diamonds are branch points, purple bands are compaction summaries (hover for the text), 📌 marks "
-           "a pinned message."
+           "to open it. Diamonds are branch points, purple bands are compaction summaries (hover for the text, click a band's label "
+           "to see what its summary dropped), 📌 marks a pinned message."
            + (" Drag or use the slider below the tree to move along it, scroll to zoom." if layout.width > VIEW_COLUMNS else ""))
 # A fresh chart key after each handled click: the old selection must not fire again on the next rerun.
 clicks = st.session_state.setdefault("tree_clicks", 0)

@@ -12,6 +12,8 @@ ROLE_COLORS = {"user": "#2563eb", "assistant": "#16a34a", "tool": "#ea580c", "sy
 ACTIVE_EDGE = "#f59e0b"
 FLAGGED_OUTLINE = "#dc2626"
 """The outline of a node holding a message with a finding (``lint_tool_pairs``)."""
+OPENED_RING = "#7e22ce"
+"""The ring around the message a page opened the tree on (a lost artifact's, from the audit)."""
 
 
 def _legend_key(name, marker):
@@ -45,12 +47,13 @@ VIEW_COLUMNS = 48
 """Columns a wide tree shows at first; the range slider under it pans over the rest."""
 
 
-def tree_layout_figure(layout, *, focus=None, height=None, flagged=frozenset()):
+def tree_layout_figure(layout, *, focus=None, height=None, flagged=frozenset(), opened=None):
     """Draw a ``TreeLayout``. Each point's ``customdata`` is its node's id (a message id; for a
     collapsed run, its first message; for a band's label, its summary's id), so
     ``st.plotly_chart(..., on_select="rerun")`` can select a message, open a run or pick a band. A tree wider than ``VIEW_COLUMNS`` opens centred on ``focus`` (a node id;
     default the active leaf), with a range slider under it that shows and pans the whole tree.
-    Nodes holding a message of ``flagged`` (ids, e.g. of tool-pair findings) get a red outline."""
+    Nodes holding a message of ``flagged`` (ids, e.g. of tool-pair findings) get a red outline; the
+    node of ``opened`` (a message id, e.g. a lost artifact's) a ring."""
     # Traces and shapes as plain dicts, validated once by the Figure: add_trace would copy each again.
     traces, shapes = [], []
     for band in layout.bands:
@@ -106,6 +109,11 @@ def tree_layout_figure(layout, *, focus=None, height=None, flagged=frozenset()):
     if marked:
         traces.append(_legend_key("tool-pair problem", {"color": "white", "size": 8,
                                                         "line": {"color": FLAGGED_OUTLINE, "width": 4}}))
+    ring = layout.nodes.get(opened)
+    if ring is not None:
+        traces.append({"type": "scatter", "x": [ring.x], "y": [ring.y], "mode": "markers", "name": "opened message",
+                       "hoverinfo": "skip", "marker": {"symbol": "circle-open", "size": 24, "color": OPENED_RING,
+                                                       "line": {"width": 3}}})
     pinned = [n for n in layout.nodes.values() if n.pinned]
     if pinned:
         traces.append({
@@ -296,13 +304,16 @@ def retention_figure(by_kind, *, height=None):
         traces.append(go.Bar(
             y=kinds, x=shares, orientation="h", name=verdict, customdata=counts,
             marker={"color": RETENTION_COLORS[verdict], "line": {"color": "white", "width": 1}},
-            text=[f"{share:.0%}" if verdict == "kept" else "" for share in shares], textposition="inside",
-            insidetextanchor="start",
+            text=[(f"{share:.0%} kept" if verdict == "kept" else f"{pair[1]:,} lost") if pair[column] else ""
+                  for share, pair in zip(shares, counts)],
+            textposition="inside", insidetextanchor="middle", textfont={"color": "white"},
             hovertemplate=f"%{{y}}: {verdict} %{{x:.0%}} (%{{customdata[0]:,}} kept, %{{customdata[1]:,}} lost)"
                           "<extra></extra>"))
     figure = go.Figure(traces)
     figure.update_layout(
         barmode="stack", height=height or 90 + 34 * len(kinds), margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        xaxis={"title": "share of the artifacts the compacted spans stated", "tickformat": ".0%", "range": [0, 1]},
-        yaxis={"autorange": "reversed"}, legend={"orientation": "h", "y": -0.35}, plot_bgcolor="white")
+        xaxis={"title": "share of each kind's artifacts, over every compacted span", "tickformat": ".0%",
+               "range": [0, 1]},
+        yaxis={"autorange": "reversed"}, legend={"orientation": "h", "y": -0.35, "traceorder": "normal"},
+        plot_bgcolor="white")
     return figure

@@ -86,7 +86,7 @@ def test_a_lost_artifact_opens_its_message_on_the_tree(compacted_db):
     assert app.title[0].value == "Tree"
     assert any(message_id in m.value for m in app.markdown)  # the opened message, named above the chart
     assert any(text[:40] in t for t in texts(app))
-    [b for b in app.button if b.label.startswith("Summary 1")][0].click().run()
+    [b for b in app.button if b.label == "Show summary 1"][0].click().run()
     assert app.session_state["tree_band"] == 1 and app.session_state["tree_message"] is None
     assert headings(app) == ["#### What this summary dropped"]
 
@@ -96,7 +96,7 @@ def test_each_overlay_in_the_compaction_lab_shows_what_it_dropped(compacted_db):
     app = run("pages/compaction_lab.py", session_ref=ref)
     dropped = [e for e in app.expander if e.label.startswith("What this summary dropped")]
     assert [e.label for e in dropped] == ["What this summary dropped: 3 of 4 artifacts",
-                                          "What this summary dropped: nothing of 2 artifacts"]
+                                          "What this summary dropped: nothing (kept all 2 artifacts)"]
     assert LOST_IN_OVERLAY_2 <= {t.value for t in dropped[0].text}
 
 
@@ -122,12 +122,15 @@ def test_the_audit_page_shows_every_compaction_worst_first(compacted_db):
     table = app.dataframe[0].value
     assert list(table["overlay_id"]) == [2, 1] and list(table["lost"]) == [3, 0]
     assert app.get("plotly_chart"), "retention per kind is drawn"
-    assert "#### What this summary dropped" not in headings(app)
-    app.session_state["audit_table"] = {"selection": {"rows": [0], "columns": []}}
+    assert "#### What this summary dropped" in headings(app)  # the worst, until another is selected
+    assert LOST_IN_OVERLAY_2 <= texts(app)
+    app.session_state["audit_table"] = {"selection": {"rows": [1], "columns": []}}
     app.run()
     assert not app.exception, [e.message for e in app.exception]
-    assert "#### What this summary dropped" in headings(app)
-    assert LOST_IN_OVERLAY_2 <= texts(app)
+    assert not LOST_IN_OVERLAY_2 & texts(app)
+    assert any("all 2 artifacts" in s.value for s in app.success)
+    app.button(key="audit_open_band").click().run()
+    assert not app.exception and app.session_state["tree_overlay"] == 1  # the Tree picks it up when opened
 
 
 def test_the_audit_page_of_a_store_without_compactions_says_how_to_make_one(sample_lab_db):
