@@ -111,9 +111,11 @@ def tree_layout_figure(layout, *, focus=None, height=None, flagged=frozenset(), 
                                                         "line": {"color": FLAGGED_OUTLINE, "width": 4}}))
     ring = layout.nodes.get(opened)
     if ring is not None:
+        # On top of its node, so it answers a click as the node does.
         traces.append({"type": "scatter", "x": [ring.x], "y": [ring.y], "mode": "markers", "name": "opened message",
-                       "hoverinfo": "skip", "marker": {"symbol": "circle-open", "size": 24, "color": OPENED_RING,
-                                                       "line": {"width": 3}}})
+                       "customdata": [ring.id], "hoverinfo": "skip",
+                       "marker": {"symbol": "circle-open", "size": 24, "color": OPENED_RING,
+                                  "line": {"width": 3, "color": [OPENED_RING]}}})
     pinned = [n for n in layout.nodes.values() if n.pinned]
     if pinned:
         traces.append({

@@ -7,7 +7,8 @@ from streamlit.testing.v1 import AppTest
 
 from memorylab import Session, Store
 from memorylab.importers import import_source
-from memorylab.lab.viz import tree_figure
+from memorylab.lab.treeview import SessionTree
+from memorylab.lab.viz import tree_figure, tree_layout_figure
 
 from tests.helpers import ROOT
 
@@ -138,3 +139,17 @@ def test_the_audit_page_of_a_store_without_compactions_says_how_to_make_one(samp
     (info,) = app.info
     assert "Compaction lab" in info.value and "memorylab" in info.value and "import" in info.value
     assert not app.dataframe
+
+
+def test_the_opened_message_is_ringed_and_a_click_on_the_ring_selects_it(compacted_db):
+    path, ref = compacted_db
+    with Store(path) as store:
+        session = Session.open(store, ref[2], agent_id=ref[1])
+        message_id = session.get_history(apply_compactions=False)[3]["id"]
+        figure = tree_figure(session)
+        layout = SessionTree.of(session).layout(session.get_compactions())
+    ringed = tree_layout_figure(layout, opened=message_id)
+    (ring,) = [trace for trace in ringed.data if trace.name == "opened message"]
+    assert list(ring.customdata) == [message_id] and (ring.x[0], ring.y[0]) == (layout.nodes[message_id].x,
+                                                                                layout.nodes[message_id].y)
+    assert not [trace for trace in figure.data if trace.name == "opened message"]
