@@ -8,6 +8,7 @@ PAGES = [
     st.Page("pages/context_blocks.py", title="Context blocks", icon="🧱"),
     st.Page("pages/context_window.py", title="Context window", icon="📏"),
     st.Page("pages/compaction_lab.py", title="Compaction lab", icon="🗜️"),
+    st.Page("pages/audit.py", title="Audit", icon="🩺"),
     st.Page("pages/experiments.py", title="Experiments", icon="🧪"),
     st.Page("pages/search.py", title="Search", icon="🔎"),
     st.Page("pages/memory.py", title="Sessions and memory", icon="🗃️"),

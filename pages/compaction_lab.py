@@ -8,6 +8,7 @@ from memorylab.history.truncation import stored_bytes
 from memorylab.lab.frames import to_dataframe
 from memorylab.lab.samples import sample_facts
 from memorylab.lab.viz import compaction_figure
+from pages.audit_panel import audit_caption, dropped_panel, proposal_audit, session_audits
 from pages.common import (active_leaf, branch_history, branch_key, changed_since_loaded, completion_settings, link_to,
                           session_page, sidebar_api_hosts)
 
@@ -142,6 +143,15 @@ def summarize(plan, summarizer_model):
     return make_summarizer(summarizer_model, **completion_settings())(plan.prompt).strip()
 
 
+def overlay_audit(container, audit):
+    """What one stored overlay's summary dropped, folded: the tab lists every overlay."""
+    whole = len(audit.kept) + len(audit.lost)
+    lost = f"{len(audit.lost)} of {whole} artifacts" if audit.lost else f"nothing (kept all {whole} artifacts)"
+    with container.expander(f"What this summary dropped: {lost}" if whole else
+                            "What this summary dropped: its span states no artifact"):
+        dropped_panel(audit, session, f"overlay_lost_{audit.overlay_id}", heading=None)
+
+
 preview_tab, ab_tab, overlays_tab, micro_tab = st.tabs(
     ["Preview and run", "Compare A/B", "Overlay history", "Micro-compaction"])
 
@@ -206,6 +216,8 @@ with preview_tab:
             st.subheader("Review the proposed summary")
             edited = st.text_area("Summary (edit before accepting if you like)", proposal["summary"], height=220,
                                   key="proposal_text")
+            audit = proposal_audit(branch, edited, plan.from_id, plan.to_id, session)
+            st.caption(f"{audit_caption(audit, 'The proposed summary')} What it would drop is listed below the buttons.")
             accept, reject = st.columns(2)
             refused = False
             if accept.button("Accept: add as an overlay", type="primary"):
@@ -219,6 +231,9 @@ with preview_tab:
                 changed_since_loaded("compaction", "The branch", stored=plan_span(plan), version=plan_span(plan),
                                      yours=proposal["span"], refused=refused, reload=drop_proposal,
                                      overwrite=lambda shown: accept_summary(plan, edited, leaf_id, shown))
+            with st.container(border=True):
+                dropped_panel(audit, session, "proposal_lost", heading="What this summary would drop",
+                              subject="The proposed summary")
 
 with ab_tab:
     st.caption("Two arms on the active branch, run as an experiment: each fact below is a probe, kept when the "
@@ -288,6 +303,7 @@ with overlays_tab:
     overlays = session.get_compactions()
     if not overlays:
         st.info("No overlays on this session yet.")
+    audits = session_audits(session) if overlays else {}
     visible_ids = {m["metadata"]["compaction"]["overlay_id"] for m in history if m["id"].startswith("compaction_")}
     for overlay in reversed(overlays):
         with st.container(border=True):
@@ -296,6 +312,7 @@ with overlays_tab:
             head.markdown(f"**Overlay {overlay['id']}** · `{overlay['from_id']}` … `{overlay['to_id']}` · {state}")
             head.caption(f"{overlay['created_at']} · {overlay['metadata']}")
             head.code(overlay["summary"], language=None, wrap_lines=True)
+            overlay_audit(head, audits[overlay["id"]])
             if action.button("Undo", key=f"undo_{overlay['id']}", help="Remove the overlay; the originals show again."):
                 session.remove_compaction(overlay["id"])
                 st.rerun()

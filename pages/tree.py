@@ -2,12 +2,13 @@ import pandas as pd
 import streamlit as st
 
 from memorylab import DamagedRowError
-from memorylab.history.overlays import is_summary_message
+from memorylab.history.overlays import SUMMARY_ID_PREFIX, is_summary_message
 from memorylab.history.pins import MAX_PIN_NOTE_CHARS
 from memorylab.lab.frames import to_dataframe
 from memorylab.lab.treeview import SessionTree, preview
 from memorylab.lab.viz import VIEW_COLUMNS, tree_layout_figure
 from memorylab.shapes import Messages
+from pages.audit_panel import dropped_panel, session_audits
 from pages.common import active_leaf, branch_key, select_leaf, selected_rows, session_page, table_key
 
 PATH_PAGE = 50  # rows of the active path shown at first, and added by each "Show earlier" click
@@ -27,10 +28,11 @@ def tool_pair_findings(key, _tree, _overlays):
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def tree_view(key, _tree, leaf_id, overlays, opened, focus, flagged):
+def tree_view(key, _tree, leaf_id, overlays, opened, focus, flagged, ringed):
     """(layout, figure, overlaid history) of one way of looking at the tree: read-only, shared."""
     layout = _tree.layout(overlays, active_leaf=leaf_id, opened=opened)
-    return layout, tree_layout_figure(layout, focus=focus, flagged=flagged), _tree.history(leaf_id, overlays)
+    figure = tree_layout_figure(layout, focus=focus, flagged=flagged, opened=ringed)
+    return layout, figure, _tree.history(leaf_id, overlays)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -99,6 +101,35 @@ def pin_manager(session, tree, selected_id):
             st.rerun()
 
 
+def opened_message(tree):
+    """The message a lost artifact of the audit was opened on (``tree_message``), with its text."""
+    message = tree.messages.get(st.session_state.get("tree_message"))
+    if message is None:
+        return
+    with st.container(border=True):
+        text, close = st.columns([6, 1], vertical_alignment="center")
+        text.markdown(f"**Opened from the audit:** message `{message['id']}` ({message['role']}), ringed on the "
+                      "tree below: a message of the span the audited summary replaced.")
+        text.text(preview(message, 600))  # user content: plain text
+        if close.button("Close", key="tree_message_close"):
+            st.session_state.pop("tree_message", None)
+            st.rerun()
+
+
+def band_audit(session, overlays):
+    """Pick a compaction band (or click a summary's label on the chart: ``tree_overlay``) and see what
+    its summary dropped. The pick is the widget ``tree_band``, reset when it names no overlay here."""
+    ids = [overlay["id"] for overlay in overlays]
+    asked = st.session_state.pop("tree_overlay", st.session_state.get("tree_band"))
+    st.session_state["tree_band"] = asked if asked in ids else None
+    spans = {overlay["id"]: f"summary {overlay['id']} · {overlay['from_id']} … {overlay['to_id']}" for overlay in overlays}
+    chosen = st.selectbox("Compaction band: what did its summary drop?", ids, key="tree_band", format_func=spans.get,
+                          placeholder="Pick a band, or click a summary's label on the tree")
+    if chosen is not None:
+        with st.container(border=True):
+            dropped_panel(session_audits(session)[chosen], session, "tree_lost")
+
+
 store, session = session_page("Tree")
 
 leaf_id = active_leaf(session)
@@ -108,7 +139,8 @@ overlays = session.get_compactions()
 opened = tuple(st.session_state.get("tree_open_runs", ()))
 findings = tool_pair_findings(key, tree, overlays)
 flagged = frozenset(message_id for finding in findings for message_id in finding.message_ids)
-layout, figure, history = tree_view(key, tree, leaf_id, overlays, opened, st.session_state.get("tree_focus"), flagged)
+layout, figure, history = tree_view(key, tree, leaf_id, overlays, opened, st.session_state.get("tree_focus"), flagged,
+                                    st.session_state.get("tree_message"))
 leaves = tree.leaves()
 
 left, middle, right, far = st.columns(4)
@@ -119,15 +151,21 @@ far.metric("History tokens", f"{sum(m['tokens'] for m in history):,}",
            help="Estimated tokens of the active path as sent: overlays applied, stored estimates summed")
 
 st.caption("Click a node to make its branch active on every page; click a square (a collapsed run of messages) "
-           "to open it. Diamonds are branch points, purple bands are compaction summaries (hover for the text), 📌 marks "
-           "a pinned message."
+           "to open it. Diamonds are branch points, purple bands are compaction summaries (hover for the text, click a band's label "
+           "to see what its summary dropped), 📌 marks a pinned message."
            + (" Drag or use the slider below the tree to move along it, scroll to zoom." if layout.width > VIEW_COLUMNS else ""))
 # A fresh chart key after each handled click: the old selection must not fire again on the next rerun.
 clicks = st.session_state.setdefault("tree_clicks", 0)
+opened_message(tree)
 event = st.plotly_chart(figure, on_select="rerun", selection_mode="points", key=f"tree_chart_{clicks}",
                         width="stretch", config={"scrollZoom": True, "displaylogo": False})
 points = (event or {}).get("selection", {}).get("points", []) if event else []
-clicked = layout.nodes.get(points[0].get("customdata")) if points else None
+picked = str(points[0].get("customdata")) if points else ""
+clicked = layout.nodes.get(picked)
+if clicked is None and picked.startswith(SUMMARY_ID_PREFIX):  # a band's label: its audit below
+    st.session_state["tree_clicks"] = clicks + 1
+    st.session_state["tree_overlay"] = int(picked.removeprefix(SUMMARY_ID_PREFIX))
+    st.rerun()
 if clicked is not None:
     st.session_state["tree_clicks"] = clicks + 1
     if clicked.is_group:
@@ -136,6 +174,8 @@ if clicked is not None:
         st.rerun()
     if clicked.id != leaf_id:
         choose_leaf(clicked.id)
+if overlays:
+    band_audit(session, overlays)
 
 if findings:
     with st.expander(f"Tool-pair problems ({len(findings)}): nodes outlined in red", expanded=True):

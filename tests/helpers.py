@@ -127,6 +127,7 @@ PAGES = {
     "context_blocks": "Budgets",
     "context_window": "Estimated request",
     "compaction_lab": "Summary prompt template",
+    "audit": "What each compaction forgot",
     "experiments": "No experiment in this store yet",
     "search": "Type words to search",
     "memory": "Cross-agent admin",

@@ -27,6 +27,8 @@ RECORD_COLUMNS = ["id", "scope", "session_id", "summary", "body", "tags", "impor
                   "updated_at"]
 MEMORY_COLUMNS = ["id", "entity_type", "entity_value", "status", "updated_at", "message_count", "last_role",
                   "last_message", "summary"]
+AUDIT_COLUMNS = ["session_id", "overlay_id", "retained", "lost", "kept", "span_messages", "span_tokens",
+                 "summary_tokens"]
 
 
 def _message_row(message):
@@ -121,3 +123,26 @@ def to_dataframe(obj) -> pd.DataFrame:
         if str(column).endswith("_at"):
             frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
     return frame
+
+
+def _retained(audit):
+    kept, lost = len(audit.kept), len(audit.lost)
+    return kept / (kept + lost) if kept + lost else None
+
+
+def worst_first(audits) -> list:
+    """``CompactionAudit``s ordered as a reviewer reads them: the smallest share of the span's
+    artifacts kept first, then the most lost; a compaction whose span stated none comes last."""
+    return sorted(audits, key=lambda audit: (_retained(audit) is None, _retained(audit) or 0, -len(audit.lost)))
+
+
+def audit_table(audits) -> pd.DataFrame:
+    """One row per ``CompactionAudit`` (``AUDIT_COLUMNS``), ``worst_first``; ``retained`` is the
+    share kept, empty for a span that stated no artifact."""
+    import pandas as pd
+
+    rows = [{"session_id": audit.session_id, "overlay_id": audit.overlay_id, "retained": _retained(audit),
+             "lost": len(audit.lost), "kept": len(audit.kept), "span_messages": audit.span_messages,
+             "span_tokens": audit.span_tokens, "summary_tokens": audit.summary_tokens}
+            for audit in worst_first(audits)]
+    return pd.DataFrame(rows, columns=AUDIT_COLUMNS)

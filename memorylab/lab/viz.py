@@ -3,6 +3,8 @@ import html
 
 import plotly.graph_objects as go
 
+from ..audit import KINDS
+from ..history.overlays import SUMMARY_ID_PREFIX
 from .treeview import SessionTree
 
 ROLE_COLORS = {"user": "#2563eb", "assistant": "#16a34a", "tool": "#ea580c", "system": "#6b7280",
@@ -10,6 +12,8 @@ ROLE_COLORS = {"user": "#2563eb", "assistant": "#16a34a", "tool": "#ea580c", "sy
 ACTIVE_EDGE = "#f59e0b"
 FLAGGED_OUTLINE = "#dc2626"
 """The outline of a node holding a message with a finding (``lint_tool_pairs``)."""
+OPENED_RING = "#7e22ce"
+"""The ring around the message a page opened the tree on (a lost artifact's, from the audit)."""
 
 
 def _legend_key(name, marker):
@@ -43,12 +47,13 @@ VIEW_COLUMNS = 48
 """Columns a wide tree shows at first; the range slider under it pans over the rest."""
 
 
-def tree_layout_figure(layout, *, focus=None, height=None, flagged=frozenset()):
+def tree_layout_figure(layout, *, focus=None, height=None, flagged=frozenset(), opened=None):
     """Draw a ``TreeLayout``. Each point's ``customdata`` is its node's id (a message id; for a
-    collapsed run, its first message), so ``st.plotly_chart(..., on_select="rerun")`` can select a
-    message or open a run. A tree wider than ``VIEW_COLUMNS`` opens centred on ``focus`` (a node id;
+    collapsed run, its first message; for a band's label, its summary's id), so
+    ``st.plotly_chart(..., on_select="rerun")`` can select a message, open a run or pick a band. A tree wider than ``VIEW_COLUMNS`` opens centred on ``focus`` (a node id;
     default the active leaf), with a range slider under it that shows and pans the whole tree.
-    Nodes holding a message of ``flagged`` (ids, e.g. of tool-pair findings) get a red outline."""
+    Nodes holding a message of ``flagged`` (ids, e.g. of tool-pair findings) get a red outline; the
+    node of ``opened`` (a message id, e.g. a lost artifact's) a ring."""
     # Traces and shapes as plain dicts, validated once by the Figure: add_trace would copy each again.
     traces, shapes = [], []
     for band in layout.bands:
@@ -59,6 +64,7 @@ def tree_layout_figure(layout, *, focus=None, height=None, flagged=frozenset()):
         traces.append({
             "type": "scatter", "x": [(band["x0"] + band["x1"]) / 2], "y": [band["y1"]], "mode": "text",
             "text": [f"summary {overlay['id']} ({band['covered']} msgs)"], "textposition": "top center",
+            "customdata": [f"{SUMMARY_ID_PREFIX}{overlay['id']}"],
             "hovertext": [_hover(overlay["summary"])], "hoverinfo": "text", "showlegend": False,
             "textfont": {"color": "#7e22ce", "size": 11},
         })
@@ -103,6 +109,13 @@ def tree_layout_figure(layout, *, focus=None, height=None, flagged=frozenset()):
     if marked:
         traces.append(_legend_key("tool-pair problem", {"color": "white", "size": 8,
                                                         "line": {"color": FLAGGED_OUTLINE, "width": 4}}))
+    ring = layout.nodes.get(opened)
+    if ring is not None:
+        # On top of its node, so it answers a click as the node does.
+        traces.append({"type": "scatter", "x": [ring.x], "y": [ring.y], "mode": "markers", "name": "opened message",
+                       "customdata": [ring.id], "hoverinfo": "skip",
+                       "marker": {"symbol": "circle-open", "size": 24, "color": OPENED_RING,
+                                  "line": {"width": 3, "color": [OPENED_RING]}}})
     pinned = [n for n in layout.nodes.values() if n.pinned]
     if pinned:
         traces.append({
@@ -271,4 +284,38 @@ def prompt_cache_figure(rows, *, height=360):
         yaxis={"title": "estimated tokens (lost below 0)", "gridcolor": "#e5e7eb", "zerolinecolor": "#94a3b8"},
         legend={"orientation": "h", "y": -0.25}, bargap=0.15,
     )
+    return figure
+
+
+RETENTION_COLORS = {"kept": "#16a34a", "lost": "#dc2626"}
+
+
+def retention_figure(by_kind, *, height=None):
+    """The share of each kind of artifact kept and lost over many compactions (``by_kind`` as
+    ``retention_totals`` gives it), one bar per kind in ``KINDS`` order; each bar's ``customdata`` is
+    ``[kept, lost]``, the counts its hover names."""
+    kinds = [kind for kind in KINDS if kind in by_kind]
+    if not kinds:
+        return go.Figure(layout={"height": height or 160, "xaxis": {"visible": False}, "yaxis": {"visible": False},
+                                 "annotations": [{"text": "No compaction to audit", "showarrow": False}],
+                                 "plot_bgcolor": "white"})
+    counts = [[by_kind[kind]["kept"], by_kind[kind]["lost"]] for kind in kinds]
+    traces = []
+    for column, verdict in enumerate(("kept", "lost")):
+        shares = [pair[column] / sum(pair) for pair in counts]
+        traces.append(go.Bar(
+            y=kinds, x=shares, orientation="h", name=verdict, customdata=counts,
+            marker={"color": RETENTION_COLORS[verdict], "line": {"color": "white", "width": 1}},
+            text=[(f"{share:.0%} kept" if verdict == "kept" else f"{pair[1]:,} lost") if pair[column] else ""
+                  for share, pair in zip(shares, counts)],
+            textposition="inside", insidetextanchor="middle", textfont={"color": "white"},
+            hovertemplate=f"%{{y}}: {verdict} %{{x:.0%}} (%{{customdata[0]:,}} kept, %{{customdata[1]:,}} lost)"
+                          "<extra></extra>"))
+    figure = go.Figure(traces)
+    figure.update_layout(
+        barmode="stack", height=height or 90 + 34 * len(kinds), margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        xaxis={"title": "share of each kind's artifacts, over every compacted span", "tickformat": ".0%",
+               "range": [0, 1]},
+        yaxis={"autorange": "reversed"}, legend={"orientation": "h", "y": -0.35, "traceorder": "normal"},
+        plot_bgcolor="white")
     return figure

@@ -244,6 +244,16 @@ class SqlSessionCatalog(Repository):
         where, params = self._filters(tenant_id, agent_id, None, search)
         return self._one(f"SELECT COUNT(*) AS n FROM sessions s {where}", params)["n"]
 
+    def stamp(self) -> tuple:
+        """What moves whenever a session, a message or an overlay of the store changes: the session
+        count and newest update, the overlay count, id sum (an overlay removed and another added) and
+        newest. One cheap read, for a cache of something read from every session (the lab's audit of
+        every compaction)."""
+        row = self._one("SELECT (SELECT COUNT(*) FROM sessions) AS sessions, (SELECT MAX(updated_at) FROM sessions)"
+                        " AS updated, COUNT(*) AS overlays, CAST(COALESCE(SUM(id), 0) AS BIGINT) AS ids,"
+                        " MAX(created_at) AS newest FROM compactions")
+        return (row["sessions"], row["updated"], row["overlays"], row["ids"], row["newest"])
+
     def _filters(self, tenant_id, agent_id, session_id, search):
         where, params = [], {}
         for column, value in (("tenant_id", tenant_id), ("agent_id", agent_id), ("session_id", session_id)):
