@@ -47,6 +47,10 @@ class CompactionAudit:
     summary_tokens: int
     kept: list[dict] = field(default_factory=list)
     lost: list[dict] = field(default_factory=list)
+    agent_id: str = "default"
+    tenant_id: str = "default"
+    error: str | None = None
+    """Why the overlay could not be audited (its span is no stored branch); None when it was."""
 
     @property
     def retention(self) -> dict[str, float]:
@@ -55,9 +59,11 @@ class CompactionAudit:
         return {kind: kept[kind] / (kept[kind] + lost[kind]) for kind in KINDS if kept[kind] + lost[kind]}
 
     def to_dict(self) -> dict:
-        return {"session_id": self.session_id, "overlay_id": self.overlay_id, "span_messages": self.span_messages,
-                "span_tokens": self.span_tokens, "summary_tokens": self.summary_tokens, "kept": self.kept,
-                "lost": self.lost, "retention": self.retention}
+        plain = {"session_id": self.session_id, "agent_id": self.agent_id, "tenant_id": self.tenant_id,
+                 "overlay_id": self.overlay_id, "span_messages": self.span_messages, "span_tokens": self.span_tokens,
+                 "summary_tokens": self.summary_tokens, "kept": self.kept, "lost": self.lost,
+                 "retention": self.retention}
+        return plain | ({"error": self.error} if self.error else {})
 
 
 def _moment(overlay) -> datetime:
@@ -155,7 +161,8 @@ class _Branch:
             contexts[where].gather(forms)
         audit = CompactionAudit(
             self.session.session_id, overlay["id"], len(span), sum(m.get("tokens", 0) for m in span),
-            regions["summary"][0]["tokens"] if regions["summary"] else 0)
+            regions["summary"][0]["tokens"] if regions["summary"] else 0, agent_id=self.session.agent_id,
+            tenant_id=self.session.tenant_id)
         for artifact in ledger:
             where = next((w for w in WHERE if _holds(contexts[w], artifact)), None)
             entry = {"kind": artifact.kind, "text": artifact.text, "message_id": artifact.message_id}
@@ -186,9 +193,17 @@ def audit_proposal(session, summary, from_id, to_id) -> CompactionAudit:
 
 
 def audit_session(session) -> list[CompactionAudit]:
-    """Every overlay of ``session``, superseded ones included, oldest first."""
+    """Every overlay of ``session``, superseded ones included, oldest first; one that cannot be
+    audited comes back with its ``error``, so the others still are."""
     branch = _Branch(session)
-    return [branch.audit(overlay) for overlay in branch.overlays]
+    audits = []
+    for overlay in branch.overlays:
+        try:
+            audits.append(branch.audit(overlay))
+        except NotFoundError as error:
+            audits.append(CompactionAudit(session.session_id, overlay["id"], 0, 0, 0, agent_id=session.agent_id,
+                                          tenant_id=session.tenant_id, error=str(error)))
+    return audits
 
 
 def retention_totals(audits: Iterable[CompactionAudit]) -> dict[str, dict[str, int]]:

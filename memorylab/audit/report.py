@@ -13,6 +13,9 @@ _SHOWN_TEXT = 100
 
 def audit_lines(audit: CompactionAudit) -> Iterator[str]:
     """One compaction: its size, then each lost artifact (kind, text, the message it came from)."""
+    if audit.error:
+        yield f"{audit.session_id} overlay {audit.overlay_id}: cannot be audited: {audit.error}"
+        return
     kept = len(audit.kept)
     whole = kept + len(audit.lost)
     yield (f"{audit.session_id} overlay {audit.overlay_id}: {audit.span_messages} messages, {audit.span_tokens:,} "

@@ -136,3 +136,21 @@ def test_many_sessions_are_audited_by_worker_processes_in_the_same_order(store, 
     monkeypatch.setattr(audit_module, "_CHUNK", 1)
     shared = [a.to_dict() for a in iter_store_audits(store, workers=2)]
     assert shared == alone and len(alone) == 4
+
+
+def test_an_overlay_whose_span_is_no_branch_is_reported_and_the_others_still_audited(tmp_path):
+    import sqlite3
+
+    from memorylab import Store
+
+    path = tmp_path / "lab.db"
+    with Store(path) as store:
+        session = planted_session(store)
+        session.add_compaction("Deploy fails.", "m0", "m1")
+        session.add_compaction("Deploy fails; PAY-2291.", "m0", "m3")
+    with sqlite3.connect(path) as conn:  # damaged behind memorylab's back
+        conn.execute("UPDATE compactions SET from_id = 'm5' WHERE id = 1")
+    with Store(path) as store:
+        first, second = audit_session(Session.open(store, "planted"))
+    assert first.error and "is not one stored branch" in first.error and first.to_dict()["error"] == first.error
+    assert second.error is None and ("identifier", "PAY-2291") not in lost(second)

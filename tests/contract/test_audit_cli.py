@@ -24,8 +24,8 @@ def test_audit_of_a_store_prints_each_loss_and_the_retention_table(store, store_
     assert "retention over 1 compaction(s):" in printed
     document = json.loads(out.read_text())
     (compaction,) = document["compactions"]
-    assert set(compaction) == {"session_id", "overlay_id", "span_messages", "span_tokens", "summary_tokens", "kept",
-                               "lost", "retention"}
+    assert set(compaction) == {"session_id", "agent_id", "tenant_id", "overlay_id", "span_messages", "span_tokens",
+                               "summary_tokens", "kept", "lost", "retention"}
     assert {"kind": "url", "text": "https://wiki.example.com/runbooks/ledgerline-deploy", "message_id": "m1"} \
         in compaction["lost"]
     assert document["totals"]["by_kind"]["path"] == {"kept": 1, "lost": 0}
