@@ -18,8 +18,8 @@ from .agents import register_agent_row
 from .context import SessionBlocks
 from .migrations import CONTINUING_MESSAGES
 from .repository import Repository, insert_rows
-from .rows import (HAS_TOOL_PART, MESSAGE_COLUMNS, dumps, like_literal, message_from_row, read_json, readable,
-                   session_name)
+from .rows import (HAS_TOOL_PART, MESSAGE_COLUMNS, dumps, dumps_checked, like_literal, message_from_row, read_json,
+                   readable, session_name)
 
 UNCHECKED = object()
 """``expected`` of a write that compares nothing (a status may be None, so None cannot say it)."""
@@ -69,8 +69,8 @@ _M_COLUMNS = ", ".join("m." + column for column in MESSAGE_COLUMNS.split(", "))
 def message_row(store, pk, message, parent_id):
     """The values of a message row but ``continues``, for a normalized message (its search copy is ``store``'s)."""
     return (
-        pk, message["id"], parent_id, message["role"], dumps(message["parts"]),
-        store._searchable(message_text(message)), message["created_at"], dumps(message["metadata"]),
+        pk, message["id"], parent_id, message["role"], dumps_checked(message["parts"]),
+        store._searchable(message_text(message)), message["created_at"], dumps_checked(message["metadata"]),
         message["tokens"],
     )
 

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from memorylab import KVStore, Session
+from memorylab import InvalidInputError, InvalidMessageError, KVStore, Session
 from memorylab.store import is_postgres_url
 
 from tests.helpers import ids, text_message
@@ -81,3 +81,21 @@ def test_a_kv_set_purges_and_upserts_in_one_statement_where_the_backend_chains_t
     with sent(store) as statements:
         assert kv.get("cart") == {"items": 2}
     assert statements == (["Sync"] if backend == "postgres" else ["SELECT"])
+
+
+def test_a_kv_value_that_holds_itself_is_refused_and_nothing_is_written(store):
+    kv = KVStore(store, namespace="guarded")
+    cart = {"items": []}
+    cart["items"].append(cart)
+    with pytest.raises(InvalidInputError, match="nested too deeply"):
+        kv.set("cart", cart)
+    assert kv.get("cart", "missing") == "missing"
+
+
+def test_a_message_that_holds_itself_is_refused_before_anything_is_written(store):
+    session = Session.create(store, "guarded")
+    metadata = {}
+    metadata["self"] = metadata
+    with pytest.raises(InvalidMessageError, match="not storable as JSON"):
+        session.append_message({"role": "user", "content": "hi", "metadata": metadata})
+    assert session.get_all_messages() == []
