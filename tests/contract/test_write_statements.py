@@ -32,7 +32,7 @@ def _sqlite_statements(store):
 def _postgres_round_trips(store):
     """libpq's trace of every pooled connection: a simple query (BEGIN, COMMIT) and each statement of
     the extended protocol (ended by its Sync) is one round trip to the server."""
-    connections = list(store._pool._pool)
+    connections = list(store._pool._pool)  # psycopg_pool's idle connections, one of which the call borrows
     trips = []
     with tempfile.TemporaryFile("w+") as trace:
         for connection in connections:
