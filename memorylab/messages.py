@@ -6,7 +6,7 @@ dicts (``{"role", "content", "tool_calls"?, "tool_call_id"?}``), which are conve
 ``to_openai`` converts back for litellm. All functions here are pure.
 """
 import json
-import uuid
+import os
 import warnings
 from datetime import datetime, timezone
 
@@ -18,7 +18,8 @@ _encode_json = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def new_message_id() -> str:
-    return "msg_" + uuid.uuid4().hex[:20]
+    """``msg_`` and 20 random hex digits (straight from the OS: a UUID object costs four times as much)."""
+    return "msg_" + os.urandom(10).hex()
 
 
 def utc_now_iso() -> str:

@@ -18,6 +18,7 @@ from ..errors import InvalidInputError
 from ..messages import to_utc_iso
 from ..shapes import KVEntry, KVRows
 from ..store.compare_and_set import StaleWriteError, check_expected
+from ..store.rows import acyclic_dumps
 from ..validation import check_identifier, check_page, is_integer
 
 MAX_KEY_LENGTH = 512
@@ -71,8 +72,8 @@ def _check_json_value(value, where):
         )
 
 
-# One encoder for every value: json.dumps with options builds a new JSONEncoder on each call.
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+# One encoder for every value, built once: a value that holds itself fails as too deeply nested.
+_dumps = acyclic_dumps(allow_nan=False)
 
 
 def _exact_json(value):

@@ -67,7 +67,7 @@ class Store:
     # _session_rows_between(alias, low, high): a session's rows in a seq range; close(); path (safe to
     # show); db; search_engine; _full_text(kind, query) for search; the expressions _instant,
     # _json_text, _json_values, _json_words, _glob and _glob_pattern; _NO_LIMIT. It may override
-    # _searchable, _FOR_UPDATE, _NAME_LOCK, _CHAIN_LATEST, _INTEGRITY, _BULK and read_only.
+    # _searchable, _FOR_UPDATE, _NAME_LOCK, _CHAINED_WRITES, _one_statement, _INTEGRITY, _BULK and read_only.
 
     _FOR_UPDATE = ""
     """Appended to the read that starts a session write: where writers do not queue for the whole
@@ -75,8 +75,9 @@ class Store:
     _NAME_LOCK = None
     """A statement that holds the name ``:name`` until the transaction ends, where writers do not queue
     for the whole database (PostgreSQL): two writers of a session that may not exist yet take turns."""
-    _CHAIN_LATEST = False
-    """Whether an append writes the message and moves the session's newest pointer in one statement."""
+    _CHAINED_WRITES = False
+    """Whether one statement may write to several tables (a data-modifying WITH): an append then writes
+    the message and moves the session's newest pointer at once, and a KV set purges and upserts at once."""
     _INTEGRITY = Integrity
     _BULK = BulkCopy
     read_only = False
@@ -108,6 +109,18 @@ class Store:
     def _searchable(self, text):
         """The copy of a message's text that search indexes (a backend may have to adapt it)."""
         return text
+
+    def _write_one(self, sql, params=()):
+        """Run one statement that writes and return its first row (None without one), in this thread's
+        transaction or a new one."""
+        with self._one_statement() as conn:
+            cursor = conn.execute(sql, params)
+            return cursor.fetchone() if cursor.description else None
+
+    def _one_statement(self):
+        """Where ``_write_one`` runs: a write transaction. A single statement is atomic by itself, so a
+        backend may spare the transaction around it (PostgreSQL: the BEGIN and COMMIT round trips)."""
+        return self.transaction()
 
     def _settle_search(self, table):
         """Merge what ``table``'s search index buffered during a bulk write (a backend may need to)."""

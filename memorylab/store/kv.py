@@ -13,9 +13,15 @@ from .rows import read_json, readable
 _LIVE = "(expires_at IS NULL OR expires_at > :now)"
 _COLUMNS = "key, value, expires_at, created_at, updated_at"
 _SET_ENTRY = ("INSERT INTO kv_entries (tenant_id, namespace, key, value, expires_at, created_at, updated_at)"
-              " VALUES (?, ?, ?, ?, ?, ?, ?)")
+              " VALUES (:tenant, :ns, :key, :value, :expires_at, :now, :now)")
+# An expired entry of the key is a new one: its created_at goes, as if the purge had removed it first.
 _REPLACE_ENTRY = (" ON CONFLICT (tenant_id, namespace, key) DO UPDATE SET value = excluded.value,"
-                  " expires_at = excluded.expires_at, updated_at = excluded.updated_at")
+                  " expires_at = excluded.expires_at, updated_at = excluded.updated_at, created_at = CASE"
+                  " WHEN kv_entries.expires_at <= excluded.updated_at THEN excluded.created_at"
+                  " ELSE kv_entries.created_at END")
+_PURGE = "DELETE FROM kv_entries WHERE tenant_id = :tenant AND namespace = :ns AND expires_at <= :now"
+# Chained, the purge leaves the key's own row to the upsert: one statement may not change a row twice.
+_PURGE_AND_SET = f"WITH purged AS ({_PURGE} AND key <> :key) {_SET_ENTRY}{_REPLACE_ENTRY}"
 
 
 def entry_version(row) -> str:
@@ -41,16 +47,16 @@ class KVEntries(Repository):
         return limit if limit >= 0 else self._store._NO_LIMIT
 
     def _purge_expired(self, conn, tenant_id, namespace, now):
-        conn.execute(
-            "DELETE FROM kv_entries WHERE tenant_id = ? AND namespace = ? AND expires_at <= ?",
-            (tenant_id, namespace, now),
-        )
+        conn.execute(_PURGE, {"tenant": tenant_id, "ns": namespace, "now": now})
 
     def set(self, tenant_id, namespace, key, value, *, expires_at, now, expected=None) -> None:
         """Store a JSON text; ``created_at`` survives an update of a live entry. With ``expected`` (the
         ``version`` of the entry as read, ``MISSING`` for none), only while the live entry is still at
         that version; else ``StaleWriteError`` with the stored row."""
-        row = (tenant_id, namespace, key, value, expires_at, now, now)
+        row = {"tenant": tenant_id, "ns": namespace, "key": key, "value": value, "expires_at": expires_at, "now": now}
+        if expected is None and self._store._CHAINED_WRITES:
+            self._store._write_one(_PURGE_AND_SET, row)
+            return
         with self.transaction() as conn:
             self._purge_expired(conn, tenant_id, namespace, now)
             if expected is None:

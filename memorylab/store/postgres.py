@@ -161,7 +161,7 @@ class PostgresStore(Store):
 
     _FOR_UPDATE = " FOR NO KEY UPDATE"
     _NAME_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(:name, 0))"
-    _CHAIN_LATEST = True  # a data-modifying WITH runs whether or not its rows are read: one round trip
+    _CHAINED_WRITES = True  # a data-modifying WITH runs whether or not its rows are read: one round trip
     _NO_LIMIT = None
     _INTEGRITY = PostgresIntegrity
     _BULK = PostgresBulkCopy
@@ -309,6 +309,11 @@ class PostgresStore(Store):
             return conn.execute(sql, params).fetchall()
 
     _all_tuples = _all  # its rows are tuples already
+
+    def _one_statement(self) -> AbstractContextManager[_Connection]:
+        """Autocommit, where the statement is a transaction of its own: one round trip instead of three
+        (inside this thread's transaction it joins that one)."""
+        return self._connection()
 
     # -- dialect --------------------------------------------------------------------------------
 

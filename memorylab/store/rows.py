@@ -20,6 +20,22 @@ HAS_TOOL_PART = "parts LIKE '%\"toolCallId\"%'"
 # and an append encodes twice (parts and metadata).
 dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
+
+def acyclic_dumps(*, allow_nan=True):
+    """``dumps`` (``allow_nan`` as in ``json.dumps``) for values already known to hold no cycle, its C
+    encoder built once: ``JSONEncoder.encode`` builds one on every call, for a fresh cycle check, which
+    was half the cost of encoding a message's parts. A value that holds itself is a RecursionError."""
+    encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False, allow_nan=allow_nan)
+    if json.encoder.c_make_encoder is None:  # a Python without the C accelerator
+        return encoder.encode
+    encode = json.encoder.c_make_encoder(None, encoder.default, json.encoder.encode_basestring, None,
+                                         encoder.key_separator, encoder.item_separator, False, False, allow_nan)
+    return lambda value: "".join(encode(value, 0))
+
+
+dumps_checked = acyclic_dumps()
+"""``dumps`` of a normalized message's parts and metadata: normalizing encoded them once, refusing cycles."""
+
 # Stored JSON is always written compactly by dumps, so the decoder's outer layers (whitespace
 # handling) can be skipped; reading a 10k-message path spends most of its time here. ``scan_once`` is
 # the C scanner that ``raw_decode`` wraps in a Python frame of its own (a fifth of decoding a path);

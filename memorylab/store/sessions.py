@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from functools import cache
 
 from ..errors import ConflictError, DamagedRowError, InvalidMessageError, NotFoundError, StaleWriteError
 from ..messages import message_text, parts_problem, utc_now_iso
@@ -17,8 +18,8 @@ from .agents import register_agent_row
 from .context import SessionBlocks
 from .migrations import CONTINUING_MESSAGES
 from .repository import Repository, insert_rows
-from .rows import (HAS_TOOL_PART, MESSAGE_COLUMNS, dumps, like_literal, message_from_row, read_json, readable,
-                   session_name)
+from .rows import (HAS_TOOL_PART, MESSAGE_COLUMNS, dumps, dumps_checked, like_literal, message_from_row, read_json,
+                   readable, session_name)
 
 UNCHECKED = object()
 """``expected`` of a write that compares nothing (a status may be None, so None cannot say it)."""
@@ -29,7 +30,6 @@ LATEST_LEAF = object()
 _MAX_DEPTH = 10_000_000
 _MESSAGE_FIELDS = ("session_pk", "id", "parent_id", "role", "parts", "text", "created_at", "metadata", "tokens",
                    "continues")
-_INSERT_MESSAGE = f"INSERT INTO messages ({', '.join(_MESSAGE_FIELDS)}) VALUES ({', '.join('?' * len(_MESSAGE_FIELDS))})"
 _POINT_TO_LATEST = "UPDATE sessions SET updated_at = ?, latest_message_id = ? WHERE pk = ?"
 _PATH = """WITH RECURSIVE path(seq, parent_id, depth) AS (
         SELECT seq, parent_id, 0 FROM messages WHERE session_pk = :pk AND id = :leaf
@@ -67,23 +67,40 @@ _M_COLUMNS = ", ".join("m." + column for column in MESSAGE_COLUMNS.split(", "))
 
 
 def message_row(store, pk, message, parent_id):
-    """The values of ``_INSERT_MESSAGE`` for a normalized message (its search copy is ``store``'s)."""
+    """The values of a message row but ``continues``, for a normalized message (its search copy is ``store``'s)."""
     return (
-        pk, message["id"], parent_id, message["role"], dumps(message["parts"]),
-        store._searchable(message_text(message)), message["created_at"], dumps(message["metadata"]),
+        pk, message["id"], parent_id, message["role"], dumps_checked(message["parts"]),
+        store._searchable(message_text(message)), message["created_at"], dumps_checked(message["metadata"]),
         message["tokens"],
     )
 
 
-def insert_as_latest(conn, store, pk, message, parent_id, continues):
-    """Write the message (``continues``: its parent is the session's newest) and make it the newest:
-    two statements, or one round trip where the backend chains them (``store._CHAIN_LATEST``)."""
-    row = (*message_row(store, pk, message, parent_id), int(continues))
-    if store._CHAIN_LATEST:
-        conn.execute(f"WITH added AS ({_INSERT_MESSAGE}) {_POINT_TO_LATEST}", (*row, utc_now_iso(), message["id"], pk))
-    else:
-        conn.execute(_INSERT_MESSAGE, row)
-        conn.execute(_POINT_TO_LATEST, (utc_now_iso(), message["id"], pk))
+_APPENDED_VALUES = ("pk", "id", "parent", "role", "parts", "text", "created_at", "metadata", "tokens")
+"""The parameters of ``_append_statement``, in the order of ``message_row``."""
+_PARENTS = {
+    # What an append under each kind of parent writes as parent_id and continues, and what the
+    # session row must satisfy: the parent is read from it, or checked, in the statement itself.
+    "latest": ("latest_message_id", "CASE WHEN latest_message_id IS NULL THEN 0 ELSE 1 END", ""),
+    "root": ("NULL", "0", ""),
+    "given": (":parent", "CASE WHEN latest_message_id = :parent THEN 1 ELSE 0 END",
+              " AND EXISTS (SELECT 1 FROM messages WHERE session_pk = :pk AND id = :parent)"),
+}
+
+
+@cache
+def _append_statement(store_type, parent_kind):
+    """One statement that writes a message under its parent as the session row says it (locked where
+    the backend needs that), returning the parent it wrote. It writes nothing, and returns no row, for
+    a repeated id, an unknown parent or a session gone; where the backend chains writes it moves the
+    session's newest pointer too."""
+    written, continues, known = _PARENTS[parent_kind]
+    insert = (f"INSERT INTO messages ({', '.join(_MESSAGE_FIELDS)}) SELECT :pk, :id, {written}, :role, :parts, :text,"
+              f" :created_at, :metadata, :tokens, {continues} FROM sessions WHERE pk = :pk{known}"
+              f"{store_type._FOR_UPDATE} ON CONFLICT (session_pk, id) DO NOTHING RETURNING parent_id")
+    if not store_type._CHAINED_WRITES:
+        return insert
+    return (f"WITH added AS ({insert}) UPDATE sessions SET updated_at = :now, latest_message_id = :id FROM added"
+            " WHERE pk = :pk RETURNING added.parent_id")
 
 
 def continuations(rows):
@@ -418,33 +435,37 @@ class SqlSessionStorage(Repository):
     def append(self, message, parent=LATEST_LEAF) -> Message:
         """Store a normalized message (with ``tokens``) under ``parent``; a repeated id is a no-op.
 
-        Parent resolution and the insert share one write transaction, so two processes appending
-        "under the latest leaf" at once still produce a valid tree.
+        The statement that writes the message reads its parent from the session row, which it locks where
+        the backend needs that, so two processes appending "under the latest leaf" at once still produce a
+        valid tree.
         """
-        pk = self.pk
-        with self.transaction() as conn:
-            # One round trip answers both "is this a repeat?" and "which leaf is the newest?", and
-            # locks the session row where the backend needs that.
-            row = conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM messages WHERE session_pk = :pk AND id = :id), latest_message_id"
-                f" FROM sessions WHERE pk = :pk{self._store._FOR_UPDATE}",
-                {"pk": pk, "id": message["id"]},
-            ).fetchone()
-            if row is None:
-                raise NotFoundError(f"session #{pk} no longer exists")
-            exists, latest = row
-            if exists:
-                return self.get(message["id"])
-            if parent is LATEST_LEAF:
-                parent = latest
-            elif parent is not None and conn.execute(
-                    "SELECT 1 FROM messages WHERE session_pk = ? AND id = ?", (pk, parent)).fetchone() is None:
-                raise NotFoundError(
-                    f"parent {parent!r} is not a message of this session; append with parent_id=None "
-                    "to start a new root"
-                )
-            insert_as_latest(conn, self._store, pk, message, parent, parent is not None and parent == latest)
-        return dict(message, parent_id=parent)
+        store, kind = self._store, "latest" if parent is LATEST_LEAF else "root" if parent is None else "given"
+        values = message_row(store, self.pk, message, None if parent is LATEST_LEAF else parent)
+        params = dict(zip(_APPENDED_VALUES, values), now=utc_now_iso())
+        if store._CHAINED_WRITES:
+            row = store._write_one(_append_statement(type(store), kind), params)
+        else:
+            with self.transaction() as conn:
+                row = conn.execute(_append_statement(type(store), kind), params).fetchone()
+                if row is not None:
+                    conn.execute(_POINT_TO_LATEST, (params["now"], message["id"], self.pk))
+        return self._not_appended(message, parent) if row is None else dict(message, parent_id=row[0])
+
+    def _not_appended(self, message, parent):
+        """What an append that wrote nothing answers: the stored original of a repeated id, else the
+        NotFoundError of a session or a parent not there."""
+        stored = self.get(message["id"])
+        if stored is not None:
+            return stored
+        if self._one("SELECT 1 FROM sessions WHERE pk = ?", (self.pk,)) is None:
+            raise NotFoundError(f"session #{self.pk} no longer exists")
+        if parent is not LATEST_LEAF and parent is not None and \
+                self._one("SELECT 1 FROM messages WHERE session_pk = ? AND id = ?", (self.pk, parent)) is None:
+            raise NotFoundError(
+                f"parent {parent!r} is not a message of this session; append with parent_id=None "
+                "to start a new root"
+            )
+        return self.append(message, parent)  # another writer's message of this id was removed meanwhile
 
     def message_ids(self) -> set[str]:
         """The ids of every message of the session, without reading the messages."""
