@@ -166,7 +166,8 @@ with preview_tab:
                                       help="Messages larger than this are shrunk before they are stored.")
     template = st.text_area("Summary prompt template", height=200, key="main_template",
                             help="Placeholders: {transcript}, {previous_summary}, {target_tokens}.")
-    plan, error = plan_or_error(branch, settings, template, history)
+    # The default template as None, as the A/B arms pass it: an arm set as the preview reuses its plan.
+    plan, error = plan_or_error(branch, settings, None if template == DEFAULT_SUMMARY_TEMPLATE else template, history)
     estimate = session.estimate_context_tokens(leaf_id, history=history)
     oversized = sum(size > row_limit for size in stored_sizes(branch, history))
     st.caption(f"Request estimate now: {estimate:,} tokens ({'over' if estimate > threshold else 'under'} the "

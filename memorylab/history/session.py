@@ -12,6 +12,7 @@ import warnings
 
 from collections.abc import Iterator
 
+from ..collector import collector_paused
 from .compaction import CompactionContext, CompactionPlan, PlanSettings, plan_compaction
 from ..context import ContextBlocks, Tool, build_tools
 from ..context.blocks import StoredPromptProvider
@@ -326,7 +327,7 @@ class Session:
             leaf_id = self.storage.latest_leaf_id()
             if leaf_id is None:
                 return Messages()
-        with self.store.snapshot():
+        with self.store.snapshot(), collector_paused():  # a long branch is thousands of new objects
             path = self.storage.path(leaf_id)
             path.pinned_ids = self.storage.pinned_ids() if path else frozenset()
             if not apply_compactions or not path:

@@ -6,6 +6,7 @@ Two moments need it. On read, older messages are cut before they go to a model
 marker saying how much went, so neither the model nor a reader mistakes a cut for the whole.
 """
 import json
+from operator import is_
 
 from ..errors import InvalidMessageError
 from ..messages import is_tool_part
@@ -31,6 +32,8 @@ def truncate_text(text, max_chars) -> str:
     replaces: a cut must never make anything bigger.
     """
     removed = len(text) - max_chars
+    if removed <= 0:  # most texts of a long branch fit: no marker to build
+        return text
     marker = f"... [truncated {removed} chars]"
     if removed <= len(marker):
         return text
@@ -157,7 +160,7 @@ def truncate_older_messages(messages, *, keep_recent=4, max_tool_output_chars=50
 def _truncate_message(message, max_tool_output_chars, max_text_chars):
     parts = message.get("parts") or []
     cut = [_truncate_part(part, max_tool_output_chars, max_text_chars) for part in parts]
-    if all(new is old for new, old in zip(cut, parts)):
+    if all(map(is_, cut, parts)):
         return message
     truncated = {**message, "parts": cut}
     if "tokens" in message:

@@ -18,8 +18,8 @@ from .agents import register_agent_row
 from .context import SessionBlocks
 from .migrations import CONTINUING_MESSAGES
 from .repository import Repository, insert_rows
-from .rows import (HAS_TOOL_PART, MESSAGE_COLUMNS, dumps, dumps_checked, like_literal, message_from_row, read_json,
-                   readable, session_name)
+from .rows import (HAS_TOOL_PART, MESSAGE_COLUMNS, dumps, dumps_checked, like_literal, message_from_row,
+                   messages_from_rows, read_json, readable, session_name)
 
 UNCHECKED = object()
 """``expected`` of a write that compares nothing (a status may be None, so None cannot say it)."""
@@ -484,7 +484,7 @@ class SqlSessionStorage(Repository):
         """Messages from rows of ``MESSAGE_COLUMNS``. A damaged row is left out with a
         DamagedRowWarning naming it, so one bad row does not hide the rest of the session."""
         try:
-            return Messages([message_from_row(row) for row in rows])
+            return Messages(messages_from_rows(rows))
         except DamagedRowError:
             return Messages(readable(rows, message_from_row, f"{self._name()}: "))
 
