@@ -3,8 +3,8 @@
 Builds a SQLite store of sessions of 500 messages, each compacted ten times over consecutive
 50-message spans with a ten-message tail (the sample conversations' messages, tool calls and results
 included, cycled so every span holds real-shaped artifacts, each text made unique), then audits every compaction the way ``memorylab audit`` does, in
-a fresh process, and reports the time and the peak memory that process grew by. Target: 10,000
-compactions in under 60 s.
+a fresh process, and reports the time and the peak memory: what that process grew by, or the largest
+worker process it started, whichever is more. Target: 10,000 compactions in under 60 s.
 """
 from __future__ import annotations
 
@@ -44,7 +44,9 @@ with Store(sys.argv[1]) as store:
         count += 1
         artifacts += len(audit.kept) + len(audit.lost)
 seconds = time.perf_counter() - started
-grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the largest worker process, whole
+grown = max(own, workers) / 1024
 print(json.dumps({"compactions": count, "artifacts": artifacts, "seconds": seconds, "peak_growth_mib": grown}))
 """
 

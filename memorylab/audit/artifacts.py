@@ -53,7 +53,7 @@ class Artifact:
 
 _URL = re.compile(r"https?://[^\s<>\"'`()\[\]{}|\\^]+")
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
-_UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+_UUID = re.compile(r"(?<![\w-])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![\w-])")
 _EXTENSIONS = (
     "py|pyi|pyx|ipynb|js|jsx|ts|tsx|mjs|cjs|json|jsonl|md|mdx|rst|txt|yaml|yml|toml|ini|cfg|conf|env|lock|"
     "csv|tsv|parquet|sql|db|sqlite|sh|bash|zsh|ps1|rs|go|java|kt|scala|c|h|cc|cpp|hpp|cs|rb|php|swift|"
@@ -160,10 +160,11 @@ _CONSTRAINT = re.compile(
 )
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
 """Where a sentence ends: a stop before a space or the end (not "7.10", "e.g.x"), or a line break."""
-_DECISION_HINTS = ("agreed", "we'll", "we will", "i'll", "i will", "going", "we should", "i should", "decided", "let's",
-                   "let us", "decision", "settled", "opted", " with")
-_CONSTRAINT_HINTS = ("never", "always", "don't", "do not", "must", "no ", "at most", "at least", "not allowed",
-                     "only", "make sure", "from now on", "under", "limit", "keep", "rather", "i want", "i prefer")
+_DECISION_HINTS = ("agreed", "we'll", "we will", "i'll", "i will", "going", "we should", "i should", "decided",
+                   "let's", "let us", "decision", "settled", "opted", "go with", "ahead with")
+_CONSTRAINT_HINTS = ("never", "always", "don't", "do not", "keep", "must", "no new", "no more", "at most", "at least",
+                     "under no", "not allowed", "only use", "make sure", "from now on", "stay under", "limit", "rather",
+                     "prefer")
 _MATCH_NOISE = re.compile(
     r"\b(?:we|i|we'll|i'll|let's|let|us|will|shall|should|going|to|decided|decision|is|agreed|settled|on|opted|for|"
     r"please|ok|okay|so|then|the|a|an|and|just)\b",
@@ -217,7 +218,7 @@ def _named_version(match):
 _DIGIT = re.compile(r"\d")
 _DASHED_NUMBER = re.compile(r"\d[-.]\d")
 _DOTTED_NUMBER = re.compile(r"\d\.\d")
-_VERSION_NAMES = ("ython ", "ode ", "ode.js ", "ostgre", "Java ", "Ruby ", "Go ", "Rust ", "PHP ", "Django ", "Rails ",
+_VERSION_NAMES = ("ython ", "Node ", "node ", "ode.js ", "ostgre", "Java ", "Ruby ", "Go ", "Rust ", "PHP ", "Django ", "Rails ",
                   "React ", "Ubuntu ", "Debian ", "macOS ", "iOS ", "Android ", "Chrome ", "Firefox ", "Redis ",
                   "MySQL ", "Kubernetes ", "Docker ", "Terraform ", "ersion ", "elease ")
 _TICKET_HINT = re.compile(r"[A-Z0-9]-\d\d|#\d\d")

@@ -87,13 +87,17 @@ def _existed_by(message, moment) -> bool:
 
 
 def _holds(context: ContextText, artifact: Artifact) -> bool:
+    terms = fact_terms(artifact.match)
+    present = sum(context.holds_any(term.pieces[0]) for term in terms)
+    # Terms the context lacks altogether cannot be matched: most lost artifacts end here.
+    if present < len(terms) * (DECISION_SHARE if artifact.kind == "decision" else 1) or not terms:
+        return False
     found = match_fact(context, artifact.match)
     if found.kept:
         return True
     if artifact.kind != "decision":
         return False
-    terms = len(fact_terms(artifact.match))
-    return bool(terms) and 1 - len(found.missing) / terms >= DECISION_SHARE
+    return 1 - len(found.missing) / len(terms) >= DECISION_SHARE
 
 
 def _regions(request, overlay_id) -> dict[str, list]:

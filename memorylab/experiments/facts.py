@@ -243,6 +243,10 @@ class ContextText:
             positions.sort()
         self._found.update(found)
 
+    def holds_any(self, forms) -> bool:
+        """Whether the context holds at least one of ``forms`` anywhere: a cheap test before a match."""
+        return any(self._positions(form) for form in forms)
+
     def _positions(self, form) -> list[int]:
         if form not in self._found:
             self.gather((form,))
