@@ -70,8 +70,9 @@ def lost_artifact(artifact, audit, session, key):
 
 
 def lost_artifacts(audit, session, key):
-    """The lost artifacts by kind, the first ``SHOWN_PER_KIND`` of each at once and the rest folded, so
-    a long list does not push what follows (the Accept button) off the screen."""
+    """The lost artifacts by kind, the first ``SHOWN_PER_KIND`` of each with a button to its message and
+    the rest folded in a table, so a long list does not push what follows (the Accept button) off the
+    screen."""
     for kind in KINDS:
         lost = [artifact for artifact in audit.lost if artifact["kind"] == kind]
         if not lost:
@@ -79,10 +80,10 @@ def lost_artifacts(audit, session, key):
         st.markdown(f"**{kind}** · {len(lost)} lost")
         for number, artifact in enumerate(lost[:SHOWN_PER_KIND]):
             lost_artifact(artifact, audit, session, f"{key}:{kind}:{number}")
-        if len(lost) > SHOWN_PER_KIND:
+        if len(lost) > SHOWN_PER_KIND:  # one table, not a row of widgets each: a long span loses thousands
             with st.expander(f"{len(lost) - SHOWN_PER_KIND} more {kind} lost"):
-                for number, artifact in enumerate(lost[SHOWN_PER_KIND:], SHOWN_PER_KIND):
-                    lost_artifact(artifact, audit, session, f"{key}:{kind}:{number}")
+                st.dataframe(to_dataframe([{"text": a["text"], "message": a["message_id"]}
+                                           for a in lost[SHOWN_PER_KIND:]]), hide_index=True, width="stretch")
 
 
 def kept_artifacts(audit):

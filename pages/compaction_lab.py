@@ -143,6 +143,25 @@ def summarize(plan, summarizer_model):
     return make_summarizer(summarizer_model, **completion_settings())(plan.prompt).strip()
 
 
+AUDIT_ON_RENDER_MESSAGES = 2000
+"""A session up to this long has its overlays audited as the tab draws; a longer one when asked."""
+
+
+def overlay_audits(overlays):
+    """``{overlay id: CompactionAudit}``: at once on a session of ordinary length, else after the
+    person asks (auditing spans of thousands of messages takes seconds), then kept for the branch."""
+    if not overlays:
+        return {}
+    asked = f"lab_audit_overlays:{session.tenant_id}/{session.agent_id}/{session.session_id}"
+    if session.get_path_length() > AUDIT_ON_RENDER_MESSAGES and not st.session_state.get(asked):
+        if st.button("Audit these summaries", key="lab_audit_overlays", help="What each summary dropped of the span "
+                     "it replaced: on a session this long it takes a few seconds, so it runs when you ask"):
+            st.session_state[asked] = True
+        else:
+            return {}
+    return session_audits(session)
+
+
 def overlay_audit(container, audit):
     """What one stored overlay's summary dropped, folded: the tab lists every overlay."""
     whole = len(audit.kept) + len(audit.lost)
@@ -304,7 +323,7 @@ with overlays_tab:
     overlays = session.get_compactions()
     if not overlays:
         st.info("No overlays on this session yet.")
-    audits = session_audits(session) if overlays else {}
+    audits = overlay_audits(overlays)
     visible_ids = {m["metadata"]["compaction"]["overlay_id"] for m in history if m["id"].startswith("compaction_")}
     for overlay in reversed(overlays):
         with st.container(border=True):
@@ -313,7 +332,8 @@ with overlays_tab:
             head.markdown(f"**Overlay {overlay['id']}** · `{overlay['from_id']}` … `{overlay['to_id']}` · {state}")
             head.caption(f"{overlay['created_at']} · {overlay['metadata']}")
             head.code(overlay["summary"], language=None, wrap_lines=True)
-            overlay_audit(head, audits[overlay["id"]])
+            if overlay["id"] in audits:
+                overlay_audit(head, audits[overlay["id"]])
             if action.button("Undo", key=f"undo_{overlay['id']}", help="Remove the overlay; the originals show again."):
                 session.remove_compaction(overlay["id"])
                 st.rerun()

@@ -158,9 +158,10 @@ class _Branch:
                                  self.pinned_ids)
         regions = _regions(request, overlay["id"])
         ledger = extract_artifacts(span)
-        forms = {form for artifact in ledger for term in fact_terms(artifact.match) for form in term.pieces[0]}
+        forms = {form for artifact in ledger for term in fact_terms(artifact.match) for piece in term.pieces
+                 for form in piece}
         contexts = {}
-        for where in WHERE:  # each context indexed once for every form the ledger's terms start with
+        for where in WHERE:  # each context indexed once for every form the ledger's terms hold
             contexts[where] = ContextText([text for m in regions[where] for text in iter_text(m)])
             contexts[where].gather(forms)
         audit = CompactionAudit(

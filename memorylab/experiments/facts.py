@@ -19,7 +19,7 @@ A fact date with a year is also found written without a year (summaries drop it)
 different year; a fact date without a year matches that day in any year.
 """
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from decimal import Decimal
@@ -78,6 +78,8 @@ _STOPWORDS = frozenset({
 _JOINERS = frozenset("-_./:@#+~")
 _WINDOW_BASE = 12
 _WINDOW_PER_TERM = 6
+_FULL_SCAN_EVENTS = 2000
+"""Occurrences of a fact's terms from which a match looks only near the rarest one."""
 
 
 class _Token(NamedTuple):
@@ -221,6 +223,7 @@ class ContextText:
                 length += len(tokens.offers)
         self._length = length
         self._found = {}
+        self._occurrence_cache = {}
 
     def __len__(self) -> int:
         return self._length
@@ -253,9 +256,22 @@ class ContextText:
         return self._found[form]
 
     def _occurrences(self, pieces) -> list[int]:
-        """Token positions where ``pieces`` (one tuple of wanted forms per token) occur adjacently."""
-        starts = sorted({p for form in pieces[0] for p in self._positions(form)})
-        rest = list(enumerate(pieces[1:], start=1))
+        """Token positions where ``pieces`` (one tuple of wanted forms per token) occur adjacently,
+        in order; found once per context (an audit asks the same terms of a long tail many times)."""
+        found = self._occurrence_cache.get(pieces)
+        if found is None:
+            found = self._occurrence_cache[pieces] = self._find_occurrences(pieces)
+        return found
+
+    def _find_occurrences(self, pieces) -> list[int]:
+        """Anchored on the piece the context holds least often, so a term that starts with a common
+        word ("the ticket T-1234") costs what its rarest piece occurs, not what its first does."""
+        counts = [sum(len(self._positions(form)) for form in piece) for piece in pieces]
+        anchor = counts.index(min(counts))
+        if not counts[anchor]:
+            return []
+        starts = sorted({p - anchor for form in pieces[anchor] for p in self._positions(form) if p >= anchor})
+        rest = [(offset, wanted) for offset, wanted in enumerate(pieces) if offset != anchor]
         last = self._length - len(pieces)
         return [
             start for start in starts
@@ -323,14 +339,27 @@ def _window_width(terms):
     return _WINDOW_BASE + sum(len(term.pieces) + _WINDOW_PER_TERM for term in terms)
 
 
+def _events(starts, terms, width):
+    """(start, end, term index) of every occurrence, in order; in a long context where the terms
+    occur often, only those within ``width`` of an occurrence of the rarest term that occurs: a window
+    holding every term holds one of those, so whether a fact is kept does not change, while the
+    sliding window no longer walks every occurrence of a common word."""
+    if sum(map(len, starts)) <= _FULL_SCAN_EVENTS or not any(starts):
+        return sorted((start, start + len(terms[i].pieces), i) for i, found in enumerate(starts) for start in found)
+    anchors = min((found for found in starts if found), key=len)
+    near = set()
+    for anchor in anchors:
+        for index, found in enumerate(starts):
+            for start in found[bisect_left(found, anchor - width):bisect_right(found, anchor + width)]:
+                near.add((start, start + len(terms[index].pieces), index))
+    return sorted(near)
+
+
 def _best_window(context, terms):
     """The indexes of the terms in the densest stretch of the context: the window of the allowed
-    width that holds the most of them."""
+    width that holds the most of them (in a long context, of those windows holding the rarest term)."""
     width = _window_width(terms)
-    events = sorted(
-        (start, start + len(term.pieces), index)
-        for index, term in enumerate(terms) for start in context._occurrences(term.pieces)
-    )
+    events = _events([context._occurrences(term.pieces) for term in terms], terms, width)
     counts, best, left = Counter(), set(), 0
     for start, end, index in events:
         counts[index] += 1

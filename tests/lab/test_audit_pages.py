@@ -101,6 +101,27 @@ def test_each_overlay_in_the_compaction_lab_shows_what_it_dropped(compacted_db):
     assert LOST_IN_OVERLAY_2 <= {t.value for t in dropped[0].text}
 
 
+def test_a_long_sessions_overlays_are_audited_when_asked(sample_lab_db):
+    from memorylab.importers import SourceMessage, SourceSession, write_sessions
+
+    length = 2001  # over the Compaction lab's AUDIT_ON_RENDER_MESSAGES
+    messages = [SourceMessage({"id": f"m{i}", "role": "user" if i % 2 == 0 else "assistant",
+                               "parts": [{"type": "text", "text": f"Step {i}: see deploy/step_{i}.sh"}]},
+                              parent_id=f"m{i - 1}" if i else None) for i in range(length)]
+    with Store(sample_lab_db) as store:
+        write_sessions(store, [SourceSession("long", messages)], source="test", format_name="test", agent_id="bench",
+                       tenant_id="default")
+        Session.open(store, "long", agent_id="bench").add_compaction("Steps were run.", "m0", "m20")
+    app = run("pages/compaction_lab.py", session_ref=("default", "bench", "long"))
+    assert not [e for e in app.expander if e.label.startswith("What this summary dropped")]
+    (button,) = [b for b in app.button if b.label == "Audit these summaries"]
+    button.click()
+    app.run()
+    assert not app.exception
+    (dropped,) = [e for e in app.expander if e.label.startswith("What this summary dropped")]
+    assert dropped.label == "What this summary dropped: 21 of 21 artifacts"
+
+
 def test_the_proposed_summary_is_audited_before_it_is_accepted(sample_lab_db):
     ref = ("default", "project-assistant", "long-migration-project")
     app = run("pages/compaction_lab.py", session_ref=ref, completion_kwargs={"mock_response": "## Topic\nMigration."})
