@@ -143,8 +143,7 @@ def summarize(plan, summarizer_model):
     return make_summarizer(summarizer_model, **completion_settings())(plan.prompt).strip()
 
 
-AUDIT_ON_RENDER_MESSAGES = 2000
-"""A session up to this long has its overlays audited as the tab draws; a longer one when asked."""
+AUDIT_ON_RENDER_MESSAGES = 2000  # a session up to this long has its overlays audited as the tab draws
 
 
 def overlay_audits(overlays):
