@@ -33,14 +33,14 @@ def _minute(i):
     return f"2026-01-{1 + i // 1440:02}T{i // 60 % 24:02}:{i % 60:02}:00Z"
 
 _AUDIT_SCRIPT = """
-import json, resource, sys, time
+import json, os, resource, sys, time
 from memorylab import Store
 from memorylab.audit import iter_store_audits
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 started = time.perf_counter()
 count = artifacts = 0
 with Store(sys.argv[1]) as store:
-    for audit in iter_store_audits(store):
+    for audit in iter_store_audits(store, workers=os.cpu_count()):
         count += 1
         artifacts += len(audit.kept) + len(audit.lost)
 seconds = time.perf_counter() - started

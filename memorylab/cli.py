@@ -232,7 +232,7 @@ def _audit_paths(args):
 
 
 def _audit(store, args):
-    return _write_audits(iter_store_audits(store, args.targets or None), args)
+    return _write_audits(iter_store_audits(store, args.targets or None, workers=os.cpu_count() or 1), args)
 
 
 def _write_audits(audits, args):

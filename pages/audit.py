@@ -40,7 +40,7 @@ def store_audits(store):
 @st.cache_resource(max_entries=2, show_spinner="Auditing every compaction in the store…")
 def _store_audits(target, stamp, _store):
     with recording_damaged_rows() as skipped:
-        audits = worst_first(iter_store_audits(_store, workers=1))  # no worker processes under a server
+        audits = worst_first(iter_store_audits(_store))
         by_kind = retention_totals(audits)
         return (audits, audit_table(audits), by_kind, retention_figure(by_kind)), skipped
 

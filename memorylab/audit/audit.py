@@ -13,10 +13,11 @@ judged on its summary alone.
 from __future__ import annotations
 
 import multiprocessing
-import os
-from collections import Counter, deque
+import sys
+import types
+from collections import Counter
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -257,24 +258,37 @@ def _audits_in(target, keys) -> list[CompactionAudit]:
         return _audits_of(store, keys)
 
 
-def iter_store_audits(store, session_ids=None, *, tenant_id=None, workers=None) -> Iterator[CompactionAudit]:
+@contextmanager
+def _plain_main():
+    """The program's main module hidden while worker processes start: a spawned worker imports the
+    parent's main module, which under a server or a test runner may be a page script."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
+def _audits_in_chunk(job) -> list[CompactionAudit]:
+    return _audits_in(*job)
+
+
+def iter_store_audits(store, session_ids=None, *, tenant_id=None, workers=1) -> Iterator[CompactionAudit]:
     """The audits of every overlay in ``store`` (or in the sessions ``session_ids``), session by
-    session in the store's order, in bounded memory. A store file or server with many compacted
-    sessions is audited by ``workers`` processes (default: one per core), a few sessions each, each
-    on its own connection; the audits still come back in order."""
+    session in the store's order, in bounded memory. ``workers`` above 1 (``memorylab audit`` gives
+    one per core) shares a SQLite file of many sessions among that many processes, a few sessions
+    each, each on its own connection; the audits still come back in order."""
     keys = _session_keys(store, session_ids, tenant_id)
-    workers = os.cpu_count() or 1 if workers is None else workers
     if workers <= 1 or len(keys) < PARALLEL_FROM or store.path in (":memory:", "") or is_postgres_url(store.path):
         for key in keys:
             yield from _audits_of(store, [key])
         return
-    chunks = [keys[i:i + _CHUNK] for i in range(0, len(keys), _CHUNK)]
-    context = multiprocessing.get_context("spawn")  # a forked child would share the parent's connections
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        pending = deque()
-        for chunk in chunks:
-            pending.append(pool.submit(_audits_in, store.path, chunk))
-            if len(pending) > 2 * workers:  # a window of chunks in flight, not the whole store's audits
-                yield from pending.popleft().result()
-        while pending:
-            yield from pending.popleft().result()
+    jobs = [(store.path, keys[i:i + _CHUNK]) for i in range(0, len(keys), _CHUNK)]
+    with _plain_main():  # every worker starts here, before the first audit is handed out
+        pool = multiprocessing.get_context("spawn").Pool(workers)
+    try:
+        for audits in pool.imap(_audits_in_chunk, jobs):
+            yield from audits
+    finally:
+        pool.terminate()
