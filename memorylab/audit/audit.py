@@ -124,6 +124,13 @@ class _Branch:
             self.children.setdefault(message.get("parent_id"), []).append(message)
         self.overlays = session.get_compactions()
         self.pinned_ids = frozenset(pin["message_id"] for pin in session.get_pins())
+        self.moments: dict = {}
+
+    def moment(self, overlay) -> datetime:
+        """``_moment`` of ``overlay``, parsed once per session however many overlays are audited."""
+        if overlay["id"] not in self.moments:
+            self.moments[overlay["id"]] = _moment(overlay)
+        return self.moments[overlay["id"]]
 
     def path_to(self, message_id) -> list:
         path, seen = [], set()
@@ -150,8 +157,8 @@ class _Branch:
         if start is None:
             raise NotFoundError(f"overlay {overlay['id']} of session {self.session.session_id!r}: its span "
                                 f"{overlay['from_id']!r}..{overlay['to_id']!r} is not one stored branch")
-        moment = _moment(overlay)
-        earlier = [o for o in self.overlays if o["id"] < overlay["id"] and _moment(o) <= moment]
+        moment = self.moment(overlay)
+        earlier = [o for o in self.overlays if o["id"] < overlay["id"] and self.moment(o) <= moment]
         # The span as the agent read it when it compacted: earlier summaries stand in their ranges, so
         # what an earlier compaction already dropped is charged to it, not to this one.
         span = apply_overlays(path[start:], earlier, self.pinned_ids)
