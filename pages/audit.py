@@ -95,9 +95,10 @@ def render_selected(store, audit):
                    "audit. The table is audited again on the next change.")
         return
     with st.container(border=True):
-        title, action = st.columns([4, 1], vertical_alignment="center")
+        title, action = st.columns([3, 1], vertical_alignment="center")
         title.markdown(f"**Session `{audit.session_id}`, overlay {audit.overlay_id}**")
-        if action.button("Open its band on the Tree", key="audit_open_band", width="stretch"):
+        if action.button("Open on the Tree", key="audit_open_band", width="stretch",
+                         help="The Tree with this compaction's band selected"):
             open_on_tree(session, audit.overlay_id)
         dropped_panel(audit, session, "audit_lost")
 
