@@ -1,6 +1,6 @@
 """What compactions lose, by kind, on the sample conversations and the real-shaped Claude Code transcripts.
 
-    python benchmarks/audit_samples.py [--markdown]
+    python benchmarks/audit_samples.py [--markdown] [--json PATH]
 
 Each sample conversation is compacted once as the Compaction lab's defaults would (three messages of
 head, a quarter of the branch's tokens of tail) with the extractive summarizer (no model), and each
@@ -11,6 +11,7 @@ per kind, for each group.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -76,8 +77,13 @@ def print_table(groups, markdown) -> None:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    parser.add_argument("--json", metavar="PATH", help="also write the counts as JSON: {group: {compactions, kinds}}")
     args = parser.parse_args()
-    print_table(group_totals(), args.markdown)
+    groups = group_totals()
+    print_table(groups, args.markdown)
+    if args.json:
+        data = {name: {"compactions": count, "kinds": totals} for name, (count, totals) in groups.items()}
+        Path(args.json).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ from pathlib import Path
 
 from audit_speed import bench_audit, print_audit  # benchmarks/audit_speed.py, beside this script
 from corpus import QUERIES, kv_values, openai_messages  # benchmarks/corpus.py, beside this script
+from formatting import format_seconds  # benchmarks/formatting.py, shared with scripts/docs-tables
 
 from memorylab import KVStore, Session, Store, import_session, local_postgres, plan_compaction
 from memorylab.errors import LocalPostgresError
@@ -198,16 +199,6 @@ def timed(fn, *args):
 
 def batched(items, size):
     return [items[i:i + size] for i in range(0, len(items), size)]
-
-
-def format_seconds(seconds):
-    if seconds is None:
-        return "-"
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.0f} µs"
-    if seconds < 1:
-        return f"{seconds * 1e3:.1f} ms"
-    return f"{seconds:.2f} s"
 
 
 def configure(conn):
