@@ -2,7 +2,7 @@
 
 The SQL repositories in this package implement them for SQLite and PostgreSQL alike. The engine
 above (``Session``, ``Memory``, ``KVStore``, ``LongTermMemory``, ``memorylab check`` and
-``memorylab migrate``) relies on these methods and nothing else, so another storage only has to
+``memorylab copy``) relies on these methods and nothing else, so another storage only has to
 answer them. Messages, overlays and rows are plain dicts; their keys are listed where they first
 appear. ``pk`` is a session's internal key, which only the catalog hands out.
 """
@@ -350,7 +350,7 @@ class IntegrityChecks(Protocol):
 
 
 class BulkStorage(Protocol):
-    """Whole tables row by row, for ``memorylab migrate``."""
+    """Whole tables row by row, for ``memorylab copy``."""
 
     def counts(self) -> dict[str, int]: ...
 
