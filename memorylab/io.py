@@ -45,7 +45,7 @@ def _document(session, messages):
             "created_at": info["created_at"],
             "updated_at": info["updated_at"],
             "metadata": info["metadata"],
-            "cached_prompt": session.storage.blocks.cached_prompt(),
+            "cached_prompt": session.storage.blocks.frozen_prompt(),  # the frozen prompt: its name in version 1 files
         },
         "messages": messages,
         "compactions": session.get_compactions(),
@@ -138,7 +138,7 @@ def import_session(store, data, *, session_id=None, tenant_id="default", agent_i
     store.sessions.write(
         tenant_id, agent_id, session_id,
         created_at=plan["created_at"], updated_at=plan["updated_at"], metadata=plan["metadata"],
-        cached_prompt=plan["cached_prompt"],
+        frozen_prompt=plan["frozen_prompt"],
         messages=plan["messages"], compactions=plan["compactions"], pins=plan["pins"],
         context_blocks=plan["context_blocks"], replace=replace,
     )
@@ -176,8 +176,8 @@ def validate_export(data) -> dict:
         _require(header.get(field) is None or _is_timestamp(header[field]),
                  f"session {field!r} must be an ISO-8601 timestamp, got {header.get(field)!r:.80}")
     created_at = header.get("created_at")
-    cached_prompt = header.get("cached_prompt")
-    _require(cached_prompt is None or isinstance(cached_prompt, str), "session 'cached_prompt' must be a string")
+    frozen_prompt = header.get("cached_prompt")
+    _require(frozen_prompt is None or isinstance(frozen_prompt, str), "session 'cached_prompt' must be a string")
     messages = _validate_messages(data.get("messages", []))
     parents = {m["id"]: m["parent_id"] for m in messages}
     fallback_time = messages[0]["created_at"] if messages else "1970-01-01T00:00:00Z"
@@ -189,7 +189,7 @@ def validate_export(data) -> dict:
         "updated_at": header.get("updated_at") or max((m["created_at"] for m in messages), default=None)
         or created_at or fallback_time,
         "metadata": metadata,
-        "cached_prompt": cached_prompt,
+        "frozen_prompt": frozen_prompt,
         "messages": messages,
         "compactions": _validate_compactions(data.get("compactions", []), parents),
         "pins": _validate_pins(data.get("pins", []), parents),

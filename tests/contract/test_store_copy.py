@@ -32,7 +32,7 @@ def add_edge_cases(store):
     tree.with_context("notes").with_context("skills", provider=SkillDirectoryProvider(SKILLS_DIR))
     tree.replace_context_block("notes", f"Prefers window seats; {HOSTILE}")
     tree.activate_skill("skills", "trip-itinerary")
-    tree.with_cached_prompt().context.freeze()
+    tree.with_frozen_prompt_store().context.freeze()
 
     lead = Memory(store, agent_id="sales", tenant_id="acme", memory_key="email:ana@example.com")
     lead.append("user", "I want a demo of the marmalade tracker", timestamp="2026-01-02T03:04:05Z")
