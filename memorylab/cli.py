@@ -12,7 +12,7 @@ from .audit.files import audit_files
 from .audit.report import write_audits
 from .check import check_database, repair_database
 from .errors import DamagedRowWarning, InvalidInputError, MemoryLabError
-from .importers import FORMATS, ReadBudget, detect_format, import_source, memorylab_export, source_format
+from .importers import FORMATS, ReadBudget, detect_format, import_source, source_format
 from .io import write_export
 from .store_copy import copy_store
 from .lab.samples import load_samples
@@ -124,19 +124,15 @@ def _demo(store, args):
 
 def _import(store, args):
     chosen = detect_format(args.file) if args.format == "auto" else source_format(args.format)
-    if chosen is memorylab_export.FORMAT:
-        report = memorylab_export.import_export(store, args.file, agent_id=args.agent, tenant_id=args.tenant,
-                                                session_id=args.session_id, replace=args.replace,
-                                                dry_run=args.dry_run)
-    elif args.session_id or args.replace:
+    if (args.session_id or args.replace) and not chosen.whole_sessions:
         raise MemoryLabError(f"--session-id and --replace apply to a memorylab export; {args.file} is "
                              f"{chosen.label}, whose sessions keep their ids and are merged, never replaced")
-    else:
-        report = import_source(store, args.file, format=chosen.name, agent_id=args.agent, tenant_id=args.tenant,
-                               dry_run=args.dry_run, progress=lambda done: _show_progress("messages read", done),
-                               budget=ReadBudget.configured(args.max_read_seconds, args.max_read_bytes))
-        if sys.stderr.isatty():
-            print(file=sys.stderr)
+    report = import_source(store, args.file, format=chosen.name, agent_id=args.agent, tenant_id=args.tenant,
+                           dry_run=args.dry_run, progress=lambda done: _show_progress("messages read", done),
+                           budget=ReadBudget.configured(args.max_read_seconds, args.max_read_bytes),
+                           session_id=args.session_id, replace=args.replace)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
     print(report)
 
 
