@@ -1070,7 +1070,7 @@ def bench_scale(workdir, url=None, *, million=False):
     """The issue-22 store (benchmarks/scale.py) on SQLite and, copied there, on PostgreSQL; with
     ``million`` the store is filled to 1,000,000 messages and only search and history are measured."""
     from scale import build_scale_store, fill_store
-    from memorylab.migrate import copy_store
+    from memorylab.store_copy import copy_store
 
     target = workdir / "scale.db"
     started = time.perf_counter()
@@ -1108,7 +1108,7 @@ def bench_memory(workdir, url=None, messages=MEMORY_MESSAGES):
     ``messages`` messages (benchmarks/scale.py's long session), in a fresh process each, on SQLite and,
     copied there, on PostgreSQL (memory of this client process; the server's is its own)."""
     from scale import MEMORY_OPERATIONS, add_long_session, memory_growth
-    from memorylab.migrate import copy_store
+    from memorylab.store_copy import copy_store
 
     target = workdir / "memory.db"
     started = time.perf_counter()

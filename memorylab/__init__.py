@@ -76,33 +76,31 @@ from .errors import (
 )
 
 __all__ = [
+    # The user-facing API (DESIGN.md). Everything imported above stays importable from memorylab; the
+    # names left out of __all__ are types the API hands back (CompactionPlan, ReplayResult,
+    # PromptCacheReport, ExperimentResults ...), helpers behind a method (apply_overlays,
+    # render_system_prompt, parse_export), model plumbing (complete, usable_models ...) and the
+    # narrower errors, which memorylab.errors lists whole.
     # store
     "Store",
     # history
-    "CompactionContext", "CompactionPlan", "ContextWindow", "Session", "apply_overlays", "build_summary_prompt",
-    "create_compact_function", "enforce_row_size_limit", "lint_tool_pairs", "plan_compaction",
-    "truncate_older_messages",
+    "ContextWindow", "Session", "build_summary_prompt", "create_compact_function", "enforce_row_size_limit",
+    "lint_tool_pairs", "plan_compaction", "truncate_older_messages",
     # context blocks
     "FileProvider", "SkillDirectoryProvider", "SqliteSearchProvider", "StaticProvider", "Tool",
-    "render_system_prompt",
-    # memory manager, KV store, administration
-    "KVStore", "Memory", "MemoryAdmin", "identify", "register_agent", "status_tools",
-    # long-term memory
-    "LongTermMemory",
+    # memory manager, KV store, administration, long-term memory
+    "KVStore", "LongTermMemory", "Memory", "MemoryAdmin", "identify", "register_agent", "status_tools",
     # model layer
-    "BranchComparison", "DEFAULT_LOCAL_MODEL", "ChatRunner", "ReplayResult", "compare_branches", "complete",
-    "complete_text", "count_tokens", "make_summarizer", "usable_models", "usage_and_cost",
-    "PromptCacheReport", "prompt_cache_report",
+    "ChatRunner", "DEFAULT_LOCAL_MODEL", "compare_branches", "count_tokens", "make_summarizer", "prompt_cache_report",
     # experiments
-    "ExperimentResults", "ExperimentSpec", "Experiments", "load_spec", "propose_probes",
+    "ExperimentSpec", "Experiments", "load_spec", "propose_probes",
     # import/export, messages, tokens
     "estimate_message_tokens", "estimate_string_tokens", "export_session", "from_openai", "import_session",
-    "message_text", "normalize_message", "parse_export", "read_export", "to_openai", "write_export",
+    "message_text", "normalize_message", "read_export", "to_openai", "write_export",
     # notebooks
     "load_samples", "to_dataframe",
-    # errors
-    "AmbiguousAgentError", "BlockBudgetError", "ConflictError", "DamagedRowError", "DamagedRowWarning",
-    "ImportFormatError", "InvalidInputError", "InvalidMessageError", "MemoryLabError", "ModelError",
-    "ModelOutputError", "NotFoundError", "NothingToSummarizeError", "ReadOnlyBlockError", "StoreBusyError", "StoreError",
-    "StaleWriteError", "StoreFullError", "StoreReadOnlyError", "StoreUnavailableError",
+    # errors: MemoryLabError is every refusal; these are the ones worth catching on their own
+    "BlockBudgetError", "ConflictError", "DamagedRowWarning", "ImportFormatError", "InvalidInputError",
+    "MemoryLabError", "ModelError", "NotFoundError", "ReadOnlyBlockError", "StaleWriteError", "StoreBusyError",
+    "StoreError",
 ]

@@ -12,9 +12,9 @@ from .audit.files import audit_files
 from .audit.report import write_audits
 from .check import check_database, repair_database
 from .errors import DamagedRowWarning, InvalidInputError, MemoryLabError
-from .importers import FORMATS, ReadBudget, detect_format, import_source, memorylab_export, source_format
+from .importers import FORMATS, ReadBudget, detect_format, import_source, source_format
 from .io import write_export
-from .migrate import copy_store
+from .store_copy import copy_store
 from .lab.samples import load_samples
 from .history.session import Session
 from .store import Store, is_postgres_url
@@ -109,11 +109,11 @@ def build_parser():
 
     about = ("copy a whole store to an empty one, SQLite or PostgreSQL, and verify the copy (row counts, "
              "every row, every session's export); nothing is written unless it verifies")
-    migrate = commands.add_parser("migrate", help=about, description=about)
-    migrate.add_argument("--from", dest="source", required=True, metavar="SOURCE",
-                         help="the store to copy: a database file or postgresql:// URL")
-    migrate.add_argument("--to", dest="target", required=True, metavar="TARGET",
-                         help="an empty store: a new database file or a postgresql:// URL")
+    copy = commands.add_parser("copy", aliases=["migrate"], help=about, description=about)
+    copy.add_argument("--from", dest="source", required=True, metavar="SOURCE",
+                      help="the store to copy: a database file or postgresql:// URL")
+    copy.add_argument("--to", dest="target", required=True, metavar="TARGET",
+                      help="an empty store: a new database file or a postgresql:// URL")
     return parser
 
 
@@ -124,19 +124,15 @@ def _demo(store, args):
 
 def _import(store, args):
     chosen = detect_format(args.file) if args.format == "auto" else source_format(args.format)
-    if chosen is memorylab_export.FORMAT:
-        report = memorylab_export.import_export(store, args.file, agent_id=args.agent, tenant_id=args.tenant,
-                                                session_id=args.session_id, replace=args.replace,
-                                                dry_run=args.dry_run)
-    elif args.session_id or args.replace:
+    if (args.session_id or args.replace) and not chosen.whole_sessions:
         raise MemoryLabError(f"--session-id and --replace apply to a memorylab export; {args.file} is "
                              f"{chosen.label}, whose sessions keep their ids and are merged, never replaced")
-    else:
-        report = import_source(store, args.file, format=chosen.name, agent_id=args.agent, tenant_id=args.tenant,
-                               dry_run=args.dry_run, progress=lambda done: _show_progress("messages read", done),
-                               budget=ReadBudget.configured(args.max_read_seconds, args.max_read_bytes))
-        if sys.stderr.isatty():
-            print(file=sys.stderr)
+    report = import_source(store, args.file, format=chosen.name, agent_id=args.agent, tenant_id=args.tenant,
+                           dry_run=args.dry_run, progress=lambda done: _show_progress("messages read", done),
+                           budget=ReadBudget.configured(args.max_read_seconds, args.max_read_bytes),
+                           session_id=args.session_id, replace=args.replace)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
     print(report)
 
 
@@ -281,15 +277,15 @@ def _show_progress(step, done, total=None):
         print(line, file=sys.stderr)
 
 
-def _migrate(args):
+def _copy(args):
     print(copy_store(args.source, args.target, progress=_show_progress))
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "migrate":
-            return _migrate(args) or 0
+        if args.command in ("copy", "migrate"):
+            return _copy(args) or 0
         if args.command == "audit" and len(args.targets) == 1 and Path(args.targets[0]).exists():
             return _audit_paths(args)
         if args.command in ("export", "stats", "check", "audit") and not is_postgres_url(args.db) \

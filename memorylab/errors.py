@@ -85,7 +85,7 @@ class DamagedRowWarning(UserWarning):
     """A read skipped a stored row it could not read; the rest of the answer is complete."""
 
 
-class MigrationError(MemoryLabError):
+class StoreCopyError(MemoryLabError):
     """A store copy did not verify; it was rolled back. ``report`` says what differed."""
 
     def __init__(self, report):

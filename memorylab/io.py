@@ -1,8 +1,9 @@
-"""Whole-session export and import as JSON.
+"""Whole-session export and import as JSON: the file format, its writer and its checks.
 
 The export holds everything a session is made of (every branch, overlays, pins, context blocks,
 metadata) so that export -> import -> export gives the same document. An import is validated in
-full before anything is written and then written in one transaction: a broken or hostile file
+full before anything is written and then written in one transaction by the import pipeline
+(``memorylab.importers``, where an export is one of the source formats): a broken or hostile file
 gets an ImportFormatError that says what is wrong, and the store is left as it was.
 """
 import json
@@ -16,7 +17,7 @@ from .history.pins import pin_note_problem
 from .history.session import Session
 from .tokens import estimate_message_tokens
 from .history.truncation import enforce_row_size_limit
-from .validation import check_identifier, is_integer
+from .validation import is_integer
 
 EXPORT_FORMAT = "memorylab.session"
 EXPORT_VERSION = 1
@@ -45,7 +46,7 @@ def _document(session, messages):
             "created_at": info["created_at"],
             "updated_at": info["updated_at"],
             "metadata": info["metadata"],
-            "cached_prompt": session.storage.blocks.cached_prompt(),
+            "cached_prompt": session.storage.blocks.frozen_prompt(),  # the frozen prompt: its name in version 1 files
         },
         "messages": messages,
         "compactions": session.get_compactions(),
@@ -122,28 +123,17 @@ def parse_export(text) -> Any:
 
 
 def import_session(store, data, *, session_id=None, tenant_id="default", agent_id=None, replace=False) -> Session:
-    """Write an exported session into ``store`` and return its Session.
+    """Write an exported session (parsed: ``read_export``) into ``store`` and return its Session.
 
     The session goes into the caller's ``tenant_id``, never the tenant the file names (a file does not
     choose whose data it joins); ``session_id`` / ``agent_id`` override the ids in the file (to import
-    a copy). An existing session with the same id is a ConflictError unless ``replace=True``.
+    a copy). An existing session with the same id is a ConflictError unless ``replace=True``. It is
+    written by the import pipeline, as ``memorylab import`` writes an export file.
     """
-    plan = validate_export(data)
-    try:
-        session_id = check_identifier(session_id or plan["session_id"], "session id")
-        tenant_id = check_identifier(tenant_id, "tenant id")
-        agent_id = check_identifier(agent_id or plan["agent_id"], "agent id")
-    except MemoryLabError as error:
-        raise ImportFormatError(str(error)) from None
-    store.sessions.write(
-        tenant_id, agent_id, session_id,
-        created_at=plan["created_at"], updated_at=plan["updated_at"], metadata=plan["metadata"],
-        cached_prompt=plan["cached_prompt"],
-        messages=plan["messages"], compactions=plan["compactions"], pins=plan["pins"],
-        context_blocks=plan["context_blocks"], replace=replace,
-    )
-    store.sessions.settle_search(len(plan["messages"]))
-    return Session.open(store, session_id, tenant_id=tenant_id, agent_id=agent_id)
+    from .importers.memorylab_export import import_export_data  # the pipeline reads this module's format
+
+    return import_export_data(store, data, session_id=session_id, tenant_id=tenant_id, agent_id=agent_id,
+                              replace=replace)
 
 
 def _is_timestamp(value):
@@ -176,8 +166,8 @@ def validate_export(data) -> dict:
         _require(header.get(field) is None or _is_timestamp(header[field]),
                  f"session {field!r} must be an ISO-8601 timestamp, got {header.get(field)!r:.80}")
     created_at = header.get("created_at")
-    cached_prompt = header.get("cached_prompt")
-    _require(cached_prompt is None or isinstance(cached_prompt, str), "session 'cached_prompt' must be a string")
+    frozen_prompt = header.get("cached_prompt")
+    _require(frozen_prompt is None or isinstance(frozen_prompt, str), "session 'cached_prompt' must be a string")
     messages = _validate_messages(data.get("messages", []))
     parents = {m["id"]: m["parent_id"] for m in messages}
     fallback_time = messages[0]["created_at"] if messages else "1970-01-01T00:00:00Z"
@@ -189,7 +179,7 @@ def validate_export(data) -> dict:
         "updated_at": header.get("updated_at") or max((m["created_at"] for m in messages), default=None)
         or created_at or fallback_time,
         "metadata": metadata,
-        "cached_prompt": cached_prompt,
+        "frozen_prompt": frozen_prompt,
         "messages": messages,
         "compactions": _validate_compactions(data.get("compactions", []), parents),
         "pins": _validate_pins(data.get("pins", []), parents),

@@ -7,7 +7,7 @@ below, so ``to_dataframe`` knows what it holds from its type instead of guessing
 """
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, SupportsIndex, TypedDict, overload
 
 
 class Part(TypedDict, total=False):
@@ -116,10 +116,46 @@ class MemoryRecord(TypedDict):
 
 
 class Messages(list[Message]):
-    """Messages in order: a history, a branch point's children, a session's every message."""
+    """Messages in order: a history, a branch point's children, a session's every message.
+
+    A slice, a copy or a sum is a ``Messages`` carrying the same pins, so that
+    ``plan_compaction(history[k:])`` keeps what ``plan_compaction(history)`` keeps; ``list(history)``
+    is the way to drop them."""
 
     pinned_ids: frozenset = frozenset()
     """The ids of the session's pinned messages, on a history read by ``Session.get_history``."""
+
+    @overload
+    def __getitem__(self, index: SupportsIndex) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Messages: ...
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self._pinned(super().__getitem__(index), self.pinned_ids)
+        return super().__getitem__(index)
+
+    def __add__(self, other: list[Message]) -> Messages:  # type: ignore[override]
+        return self._pinned(super().__add__(other), self.pinned_ids | _pins_of(other))
+
+    def __radd__(self, other: list[Message]) -> Messages:
+        """``[message] + history``: Python asks the subclass first."""
+        return self._pinned([*other, *self], self.pinned_ids | _pins_of(other))
+
+    def copy(self) -> Messages:
+        return self._pinned(self, self.pinned_ids)
+
+    @staticmethod
+    def _pinned(items, pinned_ids) -> Messages:
+        messages = Messages(items)
+        if pinned_ids:
+            messages.pinned_ids = pinned_ids
+        return messages
+
+
+def _pins_of(messages) -> frozenset:
+    return getattr(messages, "pinned_ids", frozenset())
 
 
 class SessionRows(list[SessionRow]):

@@ -83,7 +83,7 @@ def lab_session(store, ref):
     """The selected session with the demo's context blocks and a persisted frozen prompt."""
     tenant_id, agent_id, session_id = ref
     session = Session.open(store, session_id, tenant_id=tenant_id, agent_id=agent_id)
-    return with_sample_context(session).with_cached_prompt()
+    return with_sample_context(session).with_frozen_prompt_store()
 
 
 def _ref(row):

@@ -43,6 +43,7 @@ def _offer_import(store, upload, on_disk):
         st.error(on_disk.named(error))
         return
     agent_id = st.text_input("File the sessions under agent", value=source_format.agent_id, key="import_agent",
+                             placeholder="the agent the file names",
                              help="Sessions keep their ids from the source; the agent groups them in the lab.")
     try:
         preview = _preview(store, upload, on_disk, source_format.name, agent_id)

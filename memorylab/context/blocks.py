@@ -24,17 +24,17 @@ class BlockConfig:
     kind: str
 
 
-class StoredPromptProvider:
+class FrozenPromptStore:
     """Keeps the frozen prompt in the session row, so a new process gets the identical string."""
 
     def __init__(self, session):
         self.session = session
 
     def get(self) -> str | None:
-        return self.session.storage.blocks.cached_prompt()
+        return self.session.storage.blocks.frozen_prompt()
 
     def set(self, prompt) -> None:
-        self.session.storage.blocks.set_cached_prompt(prompt)
+        self.session.storage.blocks.set_frozen_prompt(prompt)
 
 
 def check_label(label) -> str:
@@ -53,7 +53,7 @@ class ContextBlocks:
         self.session = session
         self._configs = {}
         self._frozen = None
-        self.prompt_cache = None
+        self.frozen_prompt_store = None
 
     # -- configuration -------------------------------------------------------------------------
 
@@ -197,7 +197,7 @@ class ContextBlocks:
     # -- the frozen system prompt --------------------------------------------------------------
 
     def freeze(self) -> str:
-        """Render once, then return the same string (from the prompt cache when one is set)."""
+        """Render once, then return the same string (from the frozen prompt store when one is set)."""
         if self._frozen is None:
             self._frozen = self._stored_prompt()
         if self._frozen is None:
@@ -205,8 +205,8 @@ class ContextBlocks:
         return self._frozen
 
     def current_prompt(self) -> str:
-        """The prompt the next request sends: the frozen one (this process's, else the prompt
-        cache's), else what freezing would render now. Token counters see this, so a restarted
+        """The prompt the next request sends: the frozen one (this process's, else the frozen
+        prompt store's), else what freezing would render now. Token counters see this, so a restarted
         process counts the stored prompt it will send, not a fresh render of changed blocks."""
         if self._frozen is not None:
             return self._frozen
@@ -214,10 +214,10 @@ class ContextBlocks:
         return stored if stored is not None else self.render()
 
     def _stored_prompt(self) -> str | None:
-        return self.prompt_cache.get() if self.prompt_cache is not None else None
+        return self.frozen_prompt_store.get() if self.frozen_prompt_store is not None else None
 
     def refresh(self) -> str:
         self._frozen = self.render()
-        if self.prompt_cache is not None:
-            self.prompt_cache.set(self._frozen)
+        if self.frozen_prompt_store is not None:
+            self.frozen_prompt_store.set(self._frozen)
         return self._frozen

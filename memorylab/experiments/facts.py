@@ -399,3 +399,10 @@ def match_facts(text_or_context, facts) -> list[FactMatch]:
     context = _as_context(text_or_context)
     context.gather(form for fact in facts for term in fact_terms(fact) for piece in term.pieces[:1] for form in piece)
     return [match_fact(context, fact) for fact in facts]
+
+
+def fact_survival(summary, facts) -> list[dict]:
+    """Which of the facts a user listed a summary still holds: ``[{"fact", "kept", "missing"}]`` for
+    each non-empty fact, in order, the missing terms listed so a "lost" verdict can be checked by eye."""
+    listed = [fact.strip() for fact in facts if fact.strip()]
+    return [match.to_dict() for match in match_facts(ContextText(summary or ""), listed)]

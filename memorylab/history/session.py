@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from ..collector import collector_paused
 from .compaction import CompactionContext, CompactionPlan, PlanSettings, plan_compaction
 from ..context import ContextBlocks, Tool, build_tools
-from ..context.blocks import StoredPromptProvider
+from ..context.blocks import FrozenPromptStore
 from ..errors import InvalidInputError, InvalidMessageError, NotFoundError
 from ..messages import is_tool_part, normalize_message, normalized_and_measured, utc_now_iso
 from .overlays import apply_overlays, is_summary_message, visible_overlays
@@ -111,10 +111,14 @@ class Session:
         self.context.configure(label, description=description, max_tokens=max_tokens, provider=provider)
         return self
 
-    def with_cached_prompt(self, provider=None) -> Session:
-        """Persist the frozen system prompt (in this session's row unless ``provider`` has get/set)."""
-        self.context.prompt_cache = provider or StoredPromptProvider(self)
+    def with_frozen_prompt_store(self, provider=None) -> Session:
+        """Persist the frozen system prompt (in this session's row unless ``provider`` has get/set), so a
+        new process sends the identical string. Not the model provider's prompt cache (``prompt_cache_report``)."""
+        self.context.frozen_prompt_store = provider or FrozenPromptStore(self)
         return self
+
+    with_cached_prompt = with_frozen_prompt_store
+    """The name DESIGN.md gives ``with_frozen_prompt_store``."""
 
     def with_row_size_limit(self, max_bytes) -> Session:
         """Shrink messages over ``max_bytes`` (compact JSON, UTF-8) before they are stored."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ImportFormatError
+from ..errors import ImportFormatError, InvalidInputError
 from . import claude_code, langgraph, llm_logs, memorylab_export, openai_agents, openai_messages
 from .formats import SourceFormat, SourceProbe
 from .source import PREVIOUS, SourceMessage, SourceOverlay, SourceSession
@@ -48,7 +48,8 @@ def source_format(name) -> SourceFormat:
 
 
 def import_source(store, path, *, format="auto", agent_id=None, tenant_id=None, dry_run=False,
-                  progress=None, name=None, budget: ReadBudget | None = None) -> ImportReport:
+                  progress=None, name=None, budget: ReadBudget | None = None, session_id=None,
+                  replace=False) -> ImportReport:
     """Import every conversation in the file at ``path`` into ``store`` and report what was added.
 
     ``format`` is a name of ``FORMATS`` or "auto" (detected by content). Sessions are filed under
@@ -60,19 +61,22 @@ def import_source(store, path, *, format="auto", agent_id=None, tenant_id=None, 
     reports and the sessions' metadata call the source (default: the path), e.g. an uploaded file's name.
     The source is read whole, into a spool on disk, before the write transaction begins, within
     ``budget`` (default ``ReadBudget.configured()``: 600 s and 8 GiB unless the environment says otherwise).
+    ``session_id`` and ``replace`` apply to a format of whole sessions (a memorylab export): the id to
+    store it under, and whether it replaces a stored session of that id (else a ConflictError).
     """
     path, tenant_id = Path(path), tenant_id or "default"
     chosen = detect_format(path) if format == "auto" else source_format(format)
     if not path.is_file():
         raise ImportFormatError(f"{path}: no such file")
-    if chosen is memorylab_export.FORMAT:
-        return memorylab_export.import_export(store, path, agent_id=agent_id, tenant_id=tenant_id, dry_run=dry_run,
-                                              name=name)
+    if (session_id or replace) and not chosen.whole_sessions:
+        raise InvalidInputError(f"session_id and replace apply to a memorylab export; {path} is {chosen.label}, "
+                                "whose sessions keep their ids and are merged, never replaced")
     spooled = spool(chosen.read, path, name or path, budget or ReadBudget.configured())
     try:
         return write_sessions(
             store, spooled.replay(), source=name or path, format_name=chosen.name,
             agent_id=agent_id or chosen.agent_id, tenant_id=tenant_id or "default", dry_run=dry_run, progress=progress,
+            session_id=session_id, replace=replace,
         )
     finally:
         spooled.close()

@@ -1,8 +1,10 @@
 """The formats memorylab imports, and telling them apart by their content.
 
 A format is a ``SourceFormat``: a name for ``--format``, a label for people, the agent its sessions
-are filed under unless the caller names one, a ``detect`` that looks at a ``SourceProbe``, and a
-``read`` that yields ``SourceSession`` objects from a path.
+are filed under unless the caller names one (None: the agents the source names), a ``detect`` that
+looks at a ``SourceProbe``, a ``read`` that yields ``SourceSession`` objects from a path, and whether
+those sessions are written whole (``source.WholeSession``: a session id of the caller's and
+``replace`` apply) or merged into what the store holds.
 """
 from __future__ import annotations
 
@@ -70,9 +72,10 @@ def _text_or_bytes(data: bytes):
 class SourceFormat:
     name: str
     label: str
-    agent_id: str
+    agent_id: str | None
     detect: Callable[[SourceProbe], bool]
     read: Callable[[Path], Iterator[SourceSession]]
+    whole_sessions: bool = False
 
 
 class SourceProbe:

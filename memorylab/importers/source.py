@@ -51,13 +51,31 @@ class SourceMessage:
 @dataclass
 class SourceOverlay:
     """A compaction the source recorded: ``summary`` replaced the messages from ``from_id`` to ``to_id``
-    (memorylab ids of messages of the same session, ``from_id`` an ancestor of ``to_id`` or itself)."""
+    (memorylab ids of messages of the same session, ``from_id`` an ancestor of ``to_id`` or itself).
+    ``id`` and ``created_at`` are kept by a whole session; a merged one's overlays are numbered anew."""
 
     from_id: str
     to_id: str
     summary: str
     metadata: dict = field(default_factory=dict)
     where: str = ""
+    id: int | None = None
+    created_at: str | None = None
+
+
+@dataclass
+class WholeSession:
+    """What a source holding whole sessions (a memorylab export) keeps beside messages and overlays.
+
+    Such a session is written at once under its own id, with its dates, frozen prompt, pins and
+    context blocks, never merged into a stored one: a session of that id is a ConflictError unless
+    the import replaces it. Its reader checked its messages, overlays and pins against one another."""
+
+    created_at: str
+    updated_at: str
+    frozen_prompt: str | None = None
+    pins: list[dict] = field(default_factory=list)
+    context_blocks: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -76,6 +94,9 @@ class SourceSession:
     all must agree); 1 when the first carries a mark of its own source (a row's time, a checkpoint
     id); 0 when the source's ids are unique everywhere (UUIDs, ULIDs) and alone say which it is. A
     streaming reader should keep it small: the writer holds that many messages before it writes.
+
+    ``agent_id`` is the agent the source files it under (a memorylab export names one), unless the
+    import names one. ``whole`` marks a session written whole rather than merged (``WholeSession``).
     """
 
     source_id: str
@@ -85,6 +106,8 @@ class SourceSession:
     overlays: list[SourceOverlay] = field(default_factory=list)
     session_id: str | None = None
     opening_span: int | None = None
+    agent_id: str | None = None
+    whole: WholeSession | None = None
 
     @property
     def memorylab_id(self) -> str:

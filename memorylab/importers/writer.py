@@ -4,7 +4,9 @@
 size limit, token estimates), checks that each parent exists, and writes in batches. A message whose
 id the session already holds is skipped, so importing a source again adds only what it gained since;
 a conversation goes only into a session that opened as it opens, so another source's namesake gets
-a session of its own (``id~2``).
+a session of its own (``id~2``). A whole session (``source.WholeSession``, a memorylab export) is
+written as it is instead: under its own id (or the caller's), never merged, replacing a stored one
+only when asked.
 Any error rolls the whole import back; a dry run rolls back on purpose and reports what it would add.
 A SQLite source that fails while it is read is refused as a damaged source, never taken for damage to
 the store.
@@ -92,14 +94,19 @@ class _DryRun(Exception):
 
 
 def write_sessions(store, sessions: Iterable[SourceSession], *, source, format_name, agent_id, tenant_id="default",
-                   dry_run=False, progress: Callable[[int], None] | None = None) -> ImportReport:
-    """Write every ``SourceSession`` into ``store`` in one transaction and report what was added."""
+                   dry_run=False, progress: Callable[[int], None] | None = None, session_id=None,
+                   replace=False) -> ImportReport:
+    """Write every ``SourceSession`` into ``store`` in one transaction and report what was added.
+
+    ``agent_id`` None files each session under the agent it names. ``session_id`` and ``replace``
+    apply to whole sessions: the id to write one under, and whether it replaces a stored namesake."""
     run = _Import(store, source, format_name, check_identifier(tenant_id, "tenant id"),
-                  check_identifier(agent_id, "agent id"), progress)
+                  None if agent_id is None else check_identifier(agent_id, "agent id"), progress,
+                  None if session_id is None else check_identifier(session_id, "session id"), replace)
     report = ImportReport(source=str(source), format=format_name, dry_run=dry_run)
     sessions = _read_source(sessions, source)
     try:
-        with rolled_back(store) if dry_run else store.transaction():
+        with _rolled_back(store) if dry_run else store.transaction():
             for source_session in sessions:
                 result = run.session(source_session)
                 if result is not None:
@@ -113,7 +120,7 @@ def write_sessions(store, sessions: Iterable[SourceSession], *, source, format_n
 
 
 @contextmanager
-def rolled_back(store):
+def _rolled_back(store):
     """A transaction rolled back at its end: a dry run makes every check, and every refusal, of the
     write it stands for, and leaves the store as it was."""
     try:
@@ -155,10 +162,11 @@ class _Import:
     would cost SQLite a full-text index segment each (10,000 small conversations took 11 s, not 8).
     """
 
-    def __init__(self, store, source, format_name, tenant_id, agent_id, progress):
+    def __init__(self, store, source, format_name, tenant_id, agent_id, progress, session_id=None, replace=False):
         self.store, self.source, self.format_name = store, source, format_name
         self.tenant_id, self.agent_id = tenant_id, agent_id
         self.progress = progress
+        self.session_id, self.replace = session_id, replace  # for whole sessions
         self.read = 0
         self.started_at = utc_now_iso()
         self.pending: list[tuple[int, dict]] = []
@@ -166,6 +174,8 @@ class _Import:
     def session(self, source_session):
         """The conversation's new messages, then its overlays, then its title and metadata (which a
         streaming reader may fill in while its messages are read); None for one without messages."""
+        if source_session.whole is not None:
+            return self._write_whole(source_session)
         ahead = _ReadAhead(_read_source(source_session.messages, self.source))
         try:
             return self._write(_Target(self, source_session, ahead), chain(ahead.read, ahead.rest))
@@ -202,6 +212,31 @@ class _Import:
             _write_overlays(target.storage, source_session.overlays, self.source, result)
         target.describe(opening.record if source_session.opening_span != 0 else None)
         return result
+
+    def _write_whole(self, source_session):
+        """A whole session, as the source holds it, in one write (``WholeSession``)."""
+        whole, agent_id = source_session.whole, self.agent_for(source_session)
+        session_id = self.session_id or check_identifier(source_session.memorylab_id, "session id")
+        messages = []
+        for item in _read_source(source_session.messages, self.source):
+            self._advance()
+            item.message["parent_id"] = item.parent_id
+            messages.append(item.message)
+        self.flush()
+        self.store.sessions.write(
+            self.tenant_id, agent_id, session_id, created_at=whole.created_at, updated_at=whole.updated_at,
+            metadata=source_session.metadata, frozen_prompt=whole.frozen_prompt, messages=messages,
+            compactions=[_compaction(overlay) for overlay in source_session.overlays], pins=whole.pins,
+            context_blocks=whole.context_blocks, replace=self.replace)
+        overlays = len(source_session.overlays)
+        return SessionImport(session_id=session_id, agent_id=agent_id, title=source_session.title,
+                             messages_found=len(messages), messages_added=len(messages),
+                             branches=len({m["id"] for m in messages} - {m["parent_id"] for m in messages}),
+                             overlays_found=overlays, overlays_added=overlays)
+
+    def agent_for(self, source_session) -> str:
+        """The import's agent, else the one the source files the session under."""
+        return self.agent_id or check_identifier(source_session.agent_id, "agent id")
 
     def _new_message(self, item, parent_id, known):
         message = _checked(item, self.source, self.started_at)
@@ -268,15 +303,16 @@ class _Target:
     def __init__(self, run, source_session, ahead):
         self.run, self.source_session = run, source_session
         self.origin = {"format": run.format_name, "id": source_session.source_id, "file": str(run.source)}
+        self.agent_id = run.agent_for(source_session)
         self.key, self.storage = self._place(check_identifier(source_session.memorylab_id, "session id"), ahead)
-        self.result = SessionImport(session_id=self.key[2], agent_id=run.agent_id, title=None,
+        self.result = SessionImport(session_id=self.key[2], agent_id=self.agent_id, title=None,
                                     existed=self.storage is not None)
 
     def _place(self, session_id, ahead):
         """(key, storage) of the session holding this conversation, or (key, None) of the first free id."""
         catalog = self.run.store.sessions
         for number in count(1):
-            key = (self.run.tenant_id, self.run.agent_id,
+            key = (self.run.tenant_id, self.agent_id,
                    session_id if number == 1 else check_identifier(f"{session_id}~{number}", "session id"))
             catalog.hold_name(*key)  # an import of the same source at once waits for this one
             pk = catalog.find(*key)
@@ -288,7 +324,7 @@ class _Target:
                 return key, storage
             if number == 1 and not self._from_this_source(stored):
                 raise ConflictError(
-                    f"session {session_id!r} of agent {self.run.agent_id!r} exists and was not imported from "
+                    f"session {session_id!r} of agent {self.agent_id!r} exists and was not imported from "
                     f"this {self.run.format_name} conversation; import it under another agent (--agent)"
                 )
 
@@ -401,6 +437,12 @@ def _utc(moment):
 @lru_cache(maxsize=4096)
 def _utc_text(moment):
     return to_utc_iso(moment)
+
+
+def _compaction(overlay):
+    """A whole session's overlay as the store writes it, with the id and time the source gave it."""
+    return {"id": overlay.id, "from_id": overlay.from_id, "to_id": overlay.to_id, "summary": overlay.summary,
+            "created_at": overlay.created_at, "metadata": overlay.metadata}
 
 
 def _write_overlays(storage, overlays, source, result):

@@ -1,4 +1,4 @@
-"""Whole tables, row by row: what ``memorylab migrate`` reads from one store and writes into another.
+"""Whole tables, row by row: what ``memorylab copy`` reads from one store and writes into another.
 
 ``TABLES`` lists the stored columns of every table as ``schema`` declares them, for both backends;
 what a backend derives itself is not declared as a column and so not copied: PostgreSQL's generated
@@ -76,7 +76,7 @@ class BulkCopy(Repository):
 
 class PostgresBulkCopy(BulkCopy):
     def advance_identity(self, table, column) -> None:
-        """An identity's sequence does not see keys inserted explicitly (``memorylab migrate``): move it
+        """An identity's sequence does not see keys inserted explicitly (``memorylab copy``): move it
         past the largest, or the next generated key collides. ``setval`` is not undone by a rollback."""
         with self.transaction() as conn:
             conn.execute(f"SELECT setval(pg_get_serial_sequence(?, ?), MAX({column})) FROM {table}", (table, column))

@@ -60,11 +60,12 @@ class SessionBlocks(Repository):
                            " RETURNING content", (self.pk, label)).fetchone()
         return row["content"] if row else None
 
-    def cached_prompt(self) -> str | None:
+    def frozen_prompt(self) -> str | None:
+        """The frozen system prompt, kept in the column ``cached_prompt`` (its name since migration 3)."""
         row = self._one("SELECT cached_prompt FROM sessions WHERE pk = ?", (self.pk,))
         return row["cached_prompt"] if row else None
 
-    def set_cached_prompt(self, prompt) -> None:
+    def set_frozen_prompt(self, prompt) -> None:
         with self.transaction() as conn:
             conn.execute("UPDATE sessions SET cached_prompt = ? WHERE pk = ?", (prompt, self.pk))
 

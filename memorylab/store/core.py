@@ -58,7 +58,7 @@ class Store:
     Its repositories: ``sessions`` (each session's tree, overlays, status and blocks, through
     ``sessions.storage(pk)``), ``entries`` (searchable block entries), ``kv``, ``agents`` (and the
     memory manager's listing), ``long_term``, ``experiments``, ``integrity`` (``memorylab check``) and ``bulk``
-    (``memorylab migrate``). ``search`` finds messages across sessions.
+    (``memorylab copy``). ``search`` finds messages across sessions.
     """
 
     # -- what each backend provides ------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 The SQL repositories in this package implement them for SQLite and PostgreSQL alike. The engine
 above (``Session``, ``Memory``, ``KVStore``, ``LongTermMemory``, ``memorylab check`` and
-``memorylab migrate``) relies on these methods and nothing else, so another storage only has to
+``memorylab copy``) relies on these methods and nothing else, so another storage only has to
 answer them. Messages, overlays and rows are plain dicts; their keys are listed where they first
 appear. ``pk`` is a session's internal key, which only the catalog hands out.
 """
@@ -178,7 +178,7 @@ class SessionCatalog(Protocol):
         """How many sessions ``list`` pages through with the same filters."""
 
     def write(self, tenant_id: str, agent_id: str, session_id: str, *, created_at: str, updated_at: str,
-              metadata: dict, cached_prompt: str | None, messages: list[dict], compactions: list[dict],
+              metadata: dict, frozen_prompt: str | None, messages: list[dict], compactions: list[dict],
               context_blocks: list[dict], pins: list[dict] = (), replace: bool = False) -> int:
         """Write a whole, validated session in one transaction; ``ConflictError`` when it exists
         unless ``replace``."""
@@ -195,9 +195,10 @@ class SessionBlockStorage(Protocol):
     def set_content(self, label: str, content: str, *, expected: str | None = None) -> None:
         """``expected``: the version the writer read; a block stored since is a ``StaleWriteError``."""
 
-    def cached_prompt(self) -> str | None: ...
+    def frozen_prompt(self) -> str | None:
+        """The system prompt as frozen (``Session.with_frozen_prompt_store``), or None."""
 
-    def set_cached_prompt(self, prompt: str | None) -> None: ...
+    def set_frozen_prompt(self, prompt: str | None) -> None: ...
 
     def active_skills(self, label: str) -> list[str]:
         """Keys of the active skills of a skills block, in the order they were activated."""
@@ -350,7 +351,7 @@ class IntegrityChecks(Protocol):
 
 
 class BulkStorage(Protocol):
-    """Whole tables row by row, for ``memorylab migrate``."""
+    """Whole tables row by row, for ``memorylab copy``."""
 
     def counts(self) -> dict[str, int]: ...
 

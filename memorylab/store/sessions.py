@@ -285,7 +285,7 @@ class SqlSessionCatalog(Repository):
         return ("WHERE " + " AND ".join(where)) if where else "", params
 
     def write(self, tenant_id, agent_id, session_id, *, created_at, updated_at, metadata,
-              cached_prompt, messages, compactions, context_blocks, pins=(), replace=False) -> int:
+              frozen_prompt, messages, compactions, context_blocks, pins=(), replace=False) -> int:
         """Write a complete, already validated session in one transaction (all or nothing)."""
         with self.transaction() as conn:
             existing = self.find(tenant_id, agent_id, session_id)
@@ -300,7 +300,7 @@ class SqlSessionCatalog(Repository):
             pk = conn.execute(
                 "INSERT INTO sessions (tenant_id, agent_id, session_id, created_at, updated_at, metadata,"
                 " cached_prompt) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING pk",
-                (tenant_id, agent_id, session_id, created_at, updated_at, dumps(metadata), cached_prompt),
+                (tenant_id, agent_id, session_id, created_at, updated_at, dumps(metadata), frozen_prompt),
             ).fetchone()[0]
             flags = continuations([(pk, m) for m in messages])
             insert_rows(conn, "messages", _MESSAGE_FIELDS,

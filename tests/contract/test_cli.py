@@ -100,4 +100,6 @@ def test_db_may_be_a_postgres_url(postgres_url, capsys):
 
 def test_help_says_db_may_be_a_url():
     assert "postgresql://" in run_cli("--help").stdout
-    assert "--from SOURCE --to TARGET" in run_cli("migrate", "--help").stdout
+    copy_help = run_cli("copy", "--help").stdout
+    assert "--from SOURCE --to TARGET" in copy_help
+    assert run_cli("migrate", "--help").stdout == copy_help  # the old name of the command

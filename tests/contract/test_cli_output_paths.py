@@ -66,11 +66,11 @@ def test_eval_refuses_a_json_output_that_is_the_store_before_running_anything(la
         assert lab.read_bytes() == before, name
 
 
-def test_migrate_refuses_a_target_that_is_the_source_and_leaves_it_whole(lab, capsys):
+def test_copy_refuses_a_target_that_is_the_source_and_leaves_it_whole(lab, capsys):
     names = spellings(lab)
     before = lab.read_bytes()
     for name in names:
-        assert main(["migrate", "--from", "lab.db", "--to", name]) == 1, name
+        assert main(["copy", "--from", "lab.db", "--to", name]) == 1, name
         error = capsys.readouterr().err
         assert f"{name} is the source store lab.db" in error and "nothing was done" in error, error
         assert lab.read_bytes() == before, name

@@ -207,9 +207,9 @@ def test_file_provider_reads_the_file_each_time(session, tmp_path):
     assert missing.get() == ""
 
 
-def test_freeze_refresh_and_cached_prompt_across_stores(store_target):
+def test_freeze_refresh_and_the_frozen_prompt_store_across_stores(store_target):
     with Store(store_target) as store:
-        s = Session.create(store, "frozen").with_context("memory", max_tokens=100).with_cached_prompt()
+        s = Session.create(store, "frozen").with_context("memory", max_tokens=100).with_frozen_prompt_store()
         s.replace_context_block("memory", "first fact")
         frozen = s.freeze_system_prompt()
         s.replace_context_block("memory", "second fact")
@@ -217,11 +217,12 @@ def test_freeze_refresh_and_cached_prompt_across_stores(store_target):
         assert s.freeze_system_prompt() == frozen  # but the prompt is unchanged
         assert "second fact" in s.render_system_prompt()
     with Store(store_target) as store:
-        again = Session.create(store, "frozen").with_context("memory", max_tokens=100).with_cached_prompt()
+        again = Session.create(store, "frozen").with_context("memory", max_tokens=100).with_frozen_prompt_store()
         assert again.freeze_system_prompt() == frozen
         refreshed = again.refresh_system_prompt()
         assert "second fact" in refreshed and again.freeze_system_prompt() == refreshed
     with Store(store_target) as store:
+        # with_cached_prompt: the name DESIGN.md gives with_frozen_prompt_store
         third = Session.create(store, "frozen").with_context("memory", max_tokens=100).with_cached_prompt()
         assert third.freeze_system_prompt() == refreshed
         uncached = Session.create(store, "frozen").with_context("memory", max_tokens=100)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from memorylab import ConflictError, ImportFormatError, Session, to_openai, write_export
+from memorylab import ConflictError, ImportFormatError, InvalidInputError, Session, export_session, to_openai, write_export
 from memorylab.cli import main
 from memorylab.history.truncation import ROW_SIZE_LIMIT_BYTES
 from memorylab.importers import (FORMATS, SourceMessage, SourceSession, detect_format, import_source,
@@ -175,6 +175,49 @@ def test_a_memorylab_export_is_detected_and_imported_whole(store, tmp_path):
     report = import_source(store, path, agent_id="copies")
     assert (report.format, report.messages_added) == ("memorylab", 1)
     assert Session.open(store, "orig", agent_id="copies").get_history()[0]["parts"][0]["text"] == "keep me"
+
+
+def exported(store, path):
+    session = Session.create(store, "orig", agent_id="bot", metadata={"title": "Original"})
+    session.append_message({"id": "q", "role": "user", "content": "keep me"})
+    session.append_message({"id": "a", "role": "assistant", "content": "kept"})
+    session.add_compaction("asked, answered", "q", "a")
+    session.pin("q", note="the question")
+    write_export(session, path)
+    return session
+
+
+def test_an_export_is_a_source_format_read_into_one_whole_session_for_the_writer(store, tmp_path):
+    original = exported(store, tmp_path / "export.json")
+    (source_session,) = FORMATS["memorylab"].read(tmp_path / "export.json")
+    assert (source_session.source_id, source_session.agent_id, source_session.whole.pins[0]["note"]) == (
+        "orig", "bot", "the question")
+    report = write_sessions(store, [source_session], source="export.json", format_name="memorylab", agent_id="copies")
+    assert str(report).splitlines()[1] == "  orig (agent copies): new, 2 of 2 messages, 1 branch(es), 1 of 1 overlay(s)"
+    copy = Session.open(store, "orig", agent_id="copies")
+    assert export_session(copy) | {"session": None} == export_session(original) | {"session": None}
+
+
+def test_importing_an_export_keeps_its_agent_takes_a_new_id_or_replaces_on_request(store, tmp_path):
+    path = tmp_path / "export.json"
+    original = exported(store, path)
+    with pytest.raises(ConflictError, match="already exists"):
+        import_source(store, path)
+    with pytest.raises(ConflictError, match="already exists"):
+        import_source(store, path, dry_run=True)
+    report = import_source(store, path, session_id="copy")
+    assert [(s.session_id, s.agent_id, s.messages_added) for s in report.sessions] == [("copy", "bot", 2)]
+    assert Session.open(store, "copy", agent_id="bot").get_history() == original.get_history()
+    original.append_message({"id": "later", "role": "user", "content": "not in the file"})
+    assert import_source(store, path, replace=True, dry_run=True).messages_added == 2
+    assert len(original.get_all_messages()) == 3
+    import_source(store, path, replace=True)
+    assert [m["id"] for m in Session.open(store, "orig", agent_id="bot").get_all_messages()] == ["q", "a"]
+    chats = write_jsonl(tmp_path / "chats.jsonl", [{"id": "c", "messages": WEATHER}])
+    for options in ({"session_id": "x"}, {"replace": True}):
+        with pytest.raises(InvalidInputError, match="session_id and replace apply to a memorylab export"):
+            import_source(store, chats, **options)
+    assert store.sessions.find("default", "openai-messages", "c") is None
 
 
 def test_the_command_line_imports_previews_and_refuses_clearly(tmp_path, capsys):

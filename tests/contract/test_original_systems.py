@@ -10,7 +10,7 @@ from tests.helpers import text_message
 # -- Cloudflare: a token counter sees the prompt the session will send ------------------------------
 
 def frozen_session(store):
-    return Session.create(store, "frozen").with_context("memory", max_tokens=500).with_cached_prompt()
+    return Session.create(store, "frozen").with_context("memory", max_tokens=500).with_frozen_prompt_store()
 
 
 def test_a_counter_in_a_new_process_sees_the_stored_frozen_prompt(store_target):

@@ -69,6 +69,19 @@ def test_a_pinned_message_survives_compaction_whole_and_in_order(session):
     assert compaction["covered_messages"] == len(plan.middle)
 
 
+def test_a_slice_of_the_history_keeps_its_pins(session):
+    fill(session, 34)
+    session.pin("m13")
+    history = session.get_history()
+    plan = plan_compaction(history[4:], **SETTINGS)
+    assert ids(plan.kept) == ["m13"] and "m13" not in ids(plan.middle)
+    assert "m turn 13:" not in plan.prompt
+    assert plan_compaction(history[4:], **SETTINGS, pinned_ids=()).kept == []  # what a pinless slice would plan
+    assert (history[4:] + [history[0]]).pinned_ids == ([history[0]] + history[4:]).pinned_ids == {"m13"}
+    assert history.copy().pinned_ids == history[:].pinned_ids == {"m13"}
+    assert type(history[0]) is dict
+
+
 def test_a_pin_at_the_edge_of_the_middle_stays_in_place(session):
     fill(session, 30)
     unpinned = plan_compaction(session.get_history(), **SETTINGS)

@@ -4,7 +4,7 @@ import sqlite3
 
 from streamlit.testing.v1 import AppTest
 
-from memorylab import Session, Store
+from memorylab import Session, Store, export_session
 
 from tests.helpers import ROOT
 
@@ -95,3 +95,17 @@ def test_a_broken_file_is_refused_with_its_line_and_the_name_the_user_gave_it(la
     assert not [b for b in app.button if b.key == "import_run"]
     with Store(lab_db) as store:
         assert store.sessions.find("default", "openai-messages", "paris") is None
+
+
+def test_an_uploaded_export_keeps_the_agent_it_names_and_refuses_its_namesake(lab_db, tmp_path):
+    with Store(tmp_path / "other.db") as other:
+        session = Session.create(other, "trip", agent_id="travel-bot")
+        session.append_message({"id": "q", "role": "user", "content": "Porto or Lisbon?"})
+        export = json.dumps(export_session(session)).encode()
+    app = upload(sessions_page(), "trip.json", export)
+    assert app.text_input(key="import_agent").value is None
+    assert "memorylab session export" in app.markdown[0].value
+    import_button(app).click().run()
+    assert app.session_state["session_ref"] == ("default", "travel-bot", "trip")
+    app = upload(sessions_page(), "trip.json", export)
+    assert "session 'trip' already exists for agent 'travel-bot'" in app.error[0].value

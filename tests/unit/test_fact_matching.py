@@ -1,7 +1,6 @@
 import pytest
 
-from memorylab.experiments.facts import ContextText, FactMatch, match_fact, match_facts
-from memorylab.history.facts import fact_survival
+from memorylab.experiments.facts import ContextText, FactMatch, fact_survival, match_fact, match_facts
 
 SUMMARY = """\
 ## Key Points

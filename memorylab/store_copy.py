@@ -1,4 +1,4 @@
-"""Copying a whole store to another backend, verified: ``memorylab migrate --from lab.db --to postgresql://...``.
+"""Copying a whole store to another backend, verified: ``memorylab copy --from lab.db --to postgresql://...``.
 
 Every table is copied row by row with every column as stored, keys included, so message order,
 overlay ids, the agent registry, KV expiry and long-term record ids survive. The source is read in
@@ -18,7 +18,7 @@ from .errors import (
     ConflictError,
     InvalidInputError,
     MemoryLabError,
-    MigrationError,
+    StoreCopyError,
     NotFoundError,
 )
 from .io import export_session
@@ -61,7 +61,7 @@ def _counts(counts, always=()):
 
 @dataclass(frozen=True)
 class MigrationReport:
-    """What ``copy_store`` copied and checked; ``str(report)`` is the summary ``memorylab migrate`` prints."""
+    """What ``copy_store`` copied and checked; ``str(report)`` is the summary ``memorylab copy`` prints."""
 
     source: str
     target: str
@@ -95,7 +95,7 @@ def copy_store(source, target, *, progress=None, batch=BATCH):
     Each side is a ``Store`` or what opens one: a file path (the source file must exist) or a
     ``postgresql://`` URL. ``progress(step, done, total)`` is called after each batch of a table
     (``step`` is the table) and each verified session (``"session checksums"``). A target holding
-    rows is a ConflictError, a copy that does not verify a MigrationError; either way, and on any
+    rows is a ConflictError, a copy that does not verify a StoreCopyError; either way, and on any
     other error, nothing is written to the target.
     """
     _refuse_writing_over(source, target)
@@ -111,7 +111,7 @@ def copy_store(source, target, *, progress=None, batch=BATCH):
                 digests, probe = _copy_rows(source, target, totals, progress, batch)
                 report = _verify(source, target, totals, digests, probe, progress)
                 if not report.ok:
-                    raise MigrationError(report)
+                    raise StoreCopyError(report)
             return report
     except BaseException:
         if new_file:  # a file this copy created holds nothing worth keeping
@@ -157,7 +157,7 @@ def _open(stack, store, *, must_exist=False):
 def _refuse_rows(target):
     held = target.bulk.counts()
     if any(held.values()):
-        raise ConflictError(f"{target.path} already holds {_counts(held)}; migrate into an empty store "
+        raise ConflictError(f"{target.path} already holds {_counts(held)}; copy into an empty store "
                             "(a new file, or a new PostgreSQL database or schema)")
 
 

@@ -1,4 +1,4 @@
-"""``memorylab migrate``: a whole store copied between SQLite and PostgreSQL, every row as it was."""
+"""``memorylab copy`` (alias ``migrate``): a whole store copied between SQLite and PostgreSQL, every row as it was."""
 import pytest
 
 from tests.helpers import text_message
@@ -6,8 +6,8 @@ from memorylab import (ConflictError, Experiments, KVStore, LongTermMemory, Memo
                        Session, SkillDirectoryProvider, SqliteSearchProvider, Store, register_agent)
 from memorylab.check import check_database, repair_database
 from memorylab.cli import main
-from memorylab.errors import MigrationError
-from memorylab.migrate import copy_store
+from memorylab.errors import StoreCopyError
+from memorylab.store_copy import copy_store
 from memorylab.lab.samples import SKILLS_DIR, load_samples
 from memorylab.store.bulk import TABLES, BulkCopy, table_columns
 
@@ -32,7 +32,7 @@ def add_edge_cases(store):
     tree.with_context("notes").with_context("skills", provider=SkillDirectoryProvider(SKILLS_DIR))
     tree.replace_context_block("notes", f"Prefers window seats; {HOSTILE}")
     tree.activate_skill("skills", "trip-itinerary")
-    tree.with_cached_prompt().context.freeze()
+    tree.with_frozen_prompt_store().context.freeze()
 
     lead = Memory(store, agent_id="sales", tenant_id="acme", memory_key="email:ana@example.com")
     lead.append("user", "I want a demo of the marmalade tracker", timestamp="2026-01-02T03:04:05Z")
@@ -79,7 +79,7 @@ def lab(tmp_path):
 
 @pytest.fixture
 def target(store_target):
-    """An empty store of each backend to migrate into."""
+    """An empty store of each backend to copy into."""
     return str(store_target)
 
 
@@ -181,7 +181,7 @@ def test_a_store_that_holds_rows_is_refused_with_nothing_written(lab, target):
     with Store(target) as store:
         Session.create(store, "already-here").append_message(text_message("m1", "hi"))
         before = dump(store)
-    with pytest.raises(ConflictError, match=r"already holds 1 session, 1 message, 1 agent; migrate into an empty"):
+    with pytest.raises(ConflictError, match=r"already holds 1 session, 1 message, 1 agent; copy into an empty"):
         copy_store(lab, target)
     with Store(target) as store:
         assert dump(store) == before
@@ -230,7 +230,7 @@ def _corrupt(table, column, change):
 def test_a_copy_that_does_not_verify_is_rolled_back(lab, target, monkeypatch, corruption, expected):
     with Store(target) as store:
         monkeypatch.setattr(store.bulk, "insert", corruption(store))
-        with pytest.raises(MigrationError, match="verification failed, nothing was written") as raised:
+        with pytest.raises(StoreCopyError, match="verification failed, nothing was written") as raised:
             copy_store(lab, store)
         assert expected in str(raised.value)
         assert not raised.value.report.ok
@@ -240,7 +240,7 @@ def test_a_copy_that_does_not_verify_is_rolled_back(lab, target, monkeypatch, co
 def test_a_target_whose_search_finds_nothing_does_not_verify(lab, target, monkeypatch):
     with Store(target) as store:
         monkeypatch.setattr(store, "search", lambda *args, **kwargs: [])
-        with pytest.raises(MigrationError, match=r"searching the target for '\w+' does not find message"):
+        with pytest.raises(StoreCopyError, match=r"searching the target for '\w+' does not find message"):
             copy_store(lab, store)
         assert set(store.bulk.counts().values()) == {0}
 
@@ -258,12 +258,12 @@ def test_sqlite_to_sqlite(lab, tmp_path):
         assert dump(copy) == dump(source)
 
 
-def test_cli_migrate_prints_progress_and_a_verified_summary(lab, postgres_url, capsys):
+def test_cli_copy_prints_progress_and_a_verified_summary(lab, postgres_url, capsys):
     with Store(lab) as source:
         totals = source.bulk.counts()
     # The test servers trust local connections, so the password is ignored; it must never be shown.
     url = postgres_url + "&password=hunter2"
-    assert main(["migrate", "--from", str(lab), "--to", url]) == 0
+    assert main(["copy", "--from", str(lab), "--to", url]) == 0
     out, err = capsys.readouterr()
     assert out.startswith(f"copied {totals['sessions']} sessions, {totals['messages']} messages, 2 overlays, ")
     assert f" from {lab} to postgresql://" in out
@@ -273,7 +273,7 @@ def test_cli_migrate_prints_progress_and_a_verified_summary(lab, postgres_url, c
         f"session checksums: {totals['sessions']} of {totals['sessions']}"]
     assert "hunter2" not in out + err
 
-    assert main(["migrate", "--from", str(lab), "--to", url]) == 1
+    assert main(["migrate", "--from", str(lab), "--to", url]) == 1  # the old name of the command still runs it
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1
     assert err.startswith("memorylab: error: postgresql://") and "already holds" in err and "hunter2" not in err
@@ -284,16 +284,16 @@ def test_cli_migrate_prints_progress_and_a_verified_summary(lab, postgres_url, c
     (["--from", "{tmp}/absent.db", "--to", "{tmp}/new.db"], "no database at"),
     (["--from", "{lab}", "--to", "{lab}"], "is the source store"),
 ])
-def test_cli_migrate_errors_are_one_line(lab, tmp_path, capsys, args, fragment):
-    assert main(["migrate", *(a.format(tmp=tmp_path, lab=lab) for a in args)]) == 1
+def test_cli_copy_errors_are_one_line(lab, tmp_path, capsys, args, fragment):
+    assert main(["copy", *(a.format(tmp=tmp_path, lab=lab) for a in args)]) == 1
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and err.startswith("memorylab: error:") and fragment in err
     assert not (tmp_path / "new.db").exists()
 
 
-def test_cli_migrate_that_does_not_verify_exits_1(lab, tmp_path, capsys, monkeypatch):
+def test_cli_copy_that_does_not_verify_exits_1(lab, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(Store, "search", lambda *args, **kwargs: [])
-    assert main(["migrate", "--from", str(lab), "--to", str(tmp_path / "copy.db")]) == 1
+    assert main(["copy", "--from", str(lab), "--to", str(tmp_path / "copy.db")]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err[-1].startswith("memorylab: error: verification failed, nothing was written to ")
     assert err[-2] == "session checksums: 10 of 10"
