@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from ..errors import DamagedRowError
 from ..messages import parts_problem
 from ..shapes import Message, Messages
+from .capabilities import TEXT_ONLY
 from .repository import Repository
 from .rows import HAS_TOOL_PART, MESSAGE_COLUMNS, message_from_row, messages_from_rows, read_json, readable
 
@@ -57,8 +58,6 @@ _M_COLUMNS = ", ".join("m." + column for column in MESSAGE_COLUMNS.split(", "))
 
 _IDS_PER_STATEMENT = 500
 _LINKS_PER_PAGE = 10_000
-_TEXT_ONLY = ({"type": "text"},)
-"""The parts of every message without a tool part in ``tool_outline`` (shared: read, never change)."""
 
 
 def continuations(rows):
@@ -189,7 +188,7 @@ class BranchReads(Repository):
                                    _LINKS_PER_PAGE) if span else ()
         for page in pages:
             for _, message_id, parent_id, role, parts in page:
-                yield message_id, parent_id, role, _TEXT_ONLY if parts is None else _outline_parts(parts)
+                yield message_id, parent_id, role, TEXT_ONLY if parts is None else _outline_parts(parts)
 
     def branch_ranges(self, leaf_id) -> list[tuple[int, int]] | None:
         """The seq ranges, oldest first, whose rows of this session are exactly the branch ending at

@@ -9,6 +9,7 @@ repositories (``store.sessions``, ``store.kv``, ...), written once in what both 
 ``memorylab.store.protocols``; nothing outside this package writes SQL.
 """
 from functools import cached_property
+from typing import Any
 
 from ..errors import InvalidInputError, MemoryLabError
 from ..shapes import SearchHits
@@ -85,7 +86,7 @@ class Store:
     def search_engine(self) -> SearchEngine:
         return self.dialect.search_engine
 
-    def fetch_one(self, sql, params=()):
+    def fetch_one(self, sql, params=()) -> Any:
         """The first row of one read (by position or column name), in this thread's transaction or snapshot."""
         raise NotImplementedError
 
@@ -97,7 +98,7 @@ class Store:
         """Every row of one read as a plain tuple, for reads of thousands of rows unpacked by position."""
         raise NotImplementedError
 
-    def write_one(self, sql, params=()):
+    def write_one(self, sql, params=()) -> Any:
         """Run one statement that writes and return its first row (None without one), in this thread's
         transaction or a new one."""
         with self._one_statement() as conn:

@@ -16,7 +16,7 @@ import re
 import select
 import threading
 from contextlib import AbstractContextManager, contextmanager
-from typing import NoReturn
+from typing import Any, NoReturn
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -352,11 +352,11 @@ class PostgresStore(Store):
         """A read transaction: several SELECTs see one consistent state of the database."""
         return self._connection("REPEATABLE READ")
 
-    def fetch_one(self, sql, params=()):
+    def fetch_one(self, sql, params=()) -> Any:
         with self._connection() as conn:
             return conn.execute(sql, params).fetchone()
 
-    def fetch_all(self, sql, params=()):
+    def fetch_all(self, sql, params=()) -> list:
         with self._connection() as conn:
             return conn.execute(sql, params).fetchall()
 

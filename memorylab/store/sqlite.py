@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import NotAStoreError, StoreBusyError, StoreError, StoreFullError, StoreReadOnlyError
 from .core import Store
@@ -427,15 +427,15 @@ class SQLiteStore(Store):
             return kind(f"{self.path} {what} ({_fault(error)}): {advice}")
         return SQLITE.error(error, where=self.path, timeout=self._timeout)
 
-    def fetch_one(self, sql, params=()):
+    def fetch_one(self, sql, params=()) -> Any:
         with self._reading() as conn:
             return self._run(conn, sql, params, sqlite3.Cursor.fetchone)
 
-    def fetch_all(self, sql, params=()):
+    def fetch_all(self, sql, params=()) -> list:
         with self._reading() as conn:
             return self._run(conn, sql, params, sqlite3.Cursor.fetchall)
 
-    def fetch_tuples(self, sql, params=()):
+    def fetch_tuples(self, sql, params=()) -> list[tuple]:
         """``fetch_all`` as plain tuples: making a ``sqlite3.Row`` for each was a tenth of reading a
         10,000-message branch."""
         with self._reading() as conn:

@@ -9,13 +9,15 @@ from memorylab.store.agents import AgentDirectory
 from memorylab.store.bulk import BulkCopy, PostgresBulkCopy
 from memorylab.store.context import SearchEntries, SessionBlocks
 from memorylab.store.experiments import ExperimentRecords
+from memorylab.store.in_memory import InMemoryBlockStorage, InMemorySessionStorage
 from memorylab.store.integrity import PostgresIntegrity, SQLiteIntegrity
 from memorylab.store.kv import KVEntries
 from memorylab.store.longterm import LongTermRecords
 from memorylab.store.sessions import SqlSessionCatalog, SqlSessionStorage
 
 IMPLEMENTATIONS = [
-    (protocols.SessionStorage, SqlSessionStorage), (protocols.SessionCatalog, SqlSessionCatalog),
+    (protocols.CatalogedSessionStorage, SqlSessionStorage), (protocols.SessionStorage, InMemorySessionStorage),
+    (protocols.SessionBlockStorage, InMemoryBlockStorage), (protocols.SessionCatalog, SqlSessionCatalog),
     (protocols.SessionBlockStorage, SessionBlocks), (protocols.EntryStorage, SearchEntries),
     (protocols.KVStorage, KVEntries), (protocols.AgentStorage, AgentDirectory),
     (protocols.LongTermStorage, LongTermRecords), (protocols.ExperimentStorage, ExperimentRecords),
@@ -36,6 +38,15 @@ def interface(cls):
 def test_each_repository_has_every_method_of_its_interface_with_the_same_parameters(protocol, implementation):
     promised, offered = interface(protocol), interface(implementation)
     assert {name: offered.get(name) for name in promised} == promised
+
+
+def test_the_core_session_storage_is_under_25_methods_and_the_capabilities_are_optional():
+    core = interface(protocols.SessionStorage)
+    assert len(core) < 25, sorted(core)
+    for capability in (protocols.TreeQueries, protocols.Outlines, protocols.PagedBranchReads):
+        assert not set(interface(capability)) & set(core)
+        assert isinstance(SqlSessionStorage.__new__(SqlSessionStorage), capability)
+        assert not isinstance(InMemorySessionStorage("s1"), capability)
 
 
 def test_the_store_is_a_handful_of_members_and_hands_out_its_repositories(tmp_path):
