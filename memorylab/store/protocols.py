@@ -3,8 +3,10 @@
 The SQL repositories in this package implement them for SQLite and PostgreSQL alike. The engine
 above (``Session``, ``Memory``, ``KVStore``, ``LongTermMemory``, ``memorylab check`` and
 ``memorylab migrate``) relies on these methods and nothing else, so another storage only has to
-answer them. Messages, overlays and rows are plain dicts; their keys are listed where they first
-appear. ``pk`` is a session's internal key, which only the catalog hands out.
+answer them; a session's storage only its core ``SessionStorage``, the capabilities beside it
+(``TreeQueries``, ``Outlines``, ``PagedBranchReads``) being optional. Messages, overlays and rows are
+plain dicts; their keys are listed where they first appear. ``pk`` is a session's internal key,
+which only the catalog hands out.
 """
 from __future__ import annotations
 

@@ -2,8 +2,9 @@
 
 ``store.sessions`` finds, creates, lists and imports sessions; ``store.sessions.storage(pk)`` is one
 session's ``SqlSessionStorage``: its messages as a tree, its compaction overlays, its search, its
-status, and its context blocks (``storage.blocks``). A ``Session`` holds one and never names the
-internal key again.
+status, and its context blocks (``storage.blocks``); the reads that follow where its rows lie
+(branches, pages, outlines) are ``branches.BranchReads``, which it extends. A ``Session`` holds one
+and never names the internal key again.
 """
 from __future__ import annotations
 
