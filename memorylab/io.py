@@ -15,6 +15,7 @@ from .errors import ImportFormatError, MemoryLabError
 from .messages import normalized_and_measured, to_utc_iso
 from .history.pins import pin_note_problem
 from .history.session import Session
+from .store import capabilities
 from .tokens import estimate_message_tokens
 from .history.truncation import enforce_row_size_limit
 from .validation import is_integer
@@ -68,7 +69,7 @@ def write_export(session, target, *, page_size=1000) -> None:
 
 
 def _write_document(session, file, page_size):
-    with session.store.snapshot():
+    with session.snapshot():
         for number, (key, value) in enumerate(_document(session, []).items()):
             opening = ",\n" if number else "{\n"
             if key != "messages":
@@ -76,17 +77,12 @@ def _write_document(session, file, page_size):
                 continue
             file.write(f'{opening}  "messages": [')
             written = 0
-            for page in _message_pages(session, page_size):
+            for page in capabilities.message_pages(session.storage, page_size):
                 for message in page:
                     file.write(f"{',' if written else ''}\n    {_ONE_LINE(_exported(message))}")
                     written += 1
             file.write("\n  ]" if written else "]")
         file.write("\n}")
-
-
-def _message_pages(session, page_size):
-    span = session.storage.seq_span()
-    return session.storage.messages_between(*span, page_size=page_size) if span else ()
 
 
 def _indented(value, depth):

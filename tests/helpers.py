@@ -39,16 +39,16 @@ def ids(messages):
 
 def count_rows(store, table):
     """Rows of a table, read through the store's own connection on either backend."""
-    return store._one(f"SELECT COUNT(*) FROM {table}")[0]
+    return store.fetch_one(f"SELECT COUNT(*) FROM {table}")[0]
 
 
 def stored_bytes(store):
     """Everything a store holds: its SQLite file with WAL and journal, or every PostgreSQL row as text."""
     if is_postgres_url(store.path):
-        tables = store._all("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")
+        tables = store.fetch_all("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")
         return "\n".join(
             row[0] or "" for (table,) in tables
-            for row in store._all(f"SELECT CAST(t AS text) FROM {table} AS t")
+            for row in store.fetch_all(f"SELECT CAST(t AS text) FROM {table} AS t")
         ).encode()
     path = Path(store.path)
     return b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*"))

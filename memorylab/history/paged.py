@@ -1,7 +1,8 @@
 """A long branch read a page at a time: ``Session.iter_history`` and ``Session.plan_compaction``.
 
-A branch is a few seq ranges when its stretches link up (``SessionStorage.branch_ranges``), else the
-seqs of a walk up its parent links; its messages come a page at a time. Which overlays apply is
+A branch is a few seq ranges when its stretches link up (``PagedBranchReads.branch_ranges``), else the
+seqs of a walk up its parent links; its messages come a page at a time. A storage that cannot page
+(only the core ``SessionStorage``) gives its branch whole, overlaid as ``get_history`` overlays it. Which overlays apply is
 ``apply_overlays``'s own decision, taken on the messages at their ends alone; a summarized range is
 read through for its counts and its pinned messages, so a read holds a page and the few messages it
 gives back whole. Each page is a statement of its own: wrap a read in ``store.snapshot()`` to have
@@ -17,6 +18,8 @@ from .overlays import apply_overlays, is_summary_message, summary_message
 from .pins import kept_with_partners
 from ..messages import is_tool_part
 from ..shapes import Message
+from ..store.capabilities import offers, pinned_ids as stored_pins
+from ..store.protocols import PagedBranchReads
 
 TRANSCRIPT_PAGE = 1000
 """Messages of a stored plan's transcript rendered at a time."""
@@ -95,10 +98,15 @@ class _Summarized:
 
 def iter_history(storage, snapshot, leaf_id, page_size) -> Iterator[Message]:
     """``Session.get_history(leaf_id)`` message by message (``leaf_id`` given), holding a page."""
+    if not offers(storage, PagedBranchReads):
+        with snapshot():
+            path, overlays, pinned_ids = storage.path(leaf_id), storage.overlays(), stored_pins(storage)
+        yield from apply_overlays(path, overlays, pinned_ids=pinned_ids)
+        return
     with snapshot():
         branch = _Branch(storage, leaf_id, page_size)
         overlays = storage.overlays()
-        pinned_ids = storage.pinned_ids()
+        pinned_ids = stored_pins(storage)
         ranges = _applied_ranges(storage, branch, overlays, pinned_ids) if overlays else {}
     reading = None
     for page in branch.pages():

@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 import uuid
 import warnings
-
 from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
 
 from ..collector import collector_paused
 from .compaction import CompactionContext, CompactionPlan, PlanSettings, plan_compaction
@@ -22,7 +22,7 @@ from .overlays import apply_overlays, is_summary_message, visible_overlays
 from .paged import iter_history, plan_stored
 from .pins import check_pin_note
 from ..shapes import Message, Messages, Overlay, SearchHits
-from ..store import LATEST_LEAF
+from ..store import LATEST_LEAF, capabilities
 from ..store.protocols import SessionStorage
 from ..tokens import estimate_message_tokens
 from .truncation import ROW_SIZE_LIMIT_BYTES, enforce_row_size_limit
@@ -73,6 +73,15 @@ class Session:
             )
         return session
 
+    @classmethod
+    def over(cls, storage: SessionStorage) -> Session:
+        """A Session on a ``SessionStorage`` of one's own (``InMemorySessionStorage``, say), named by its
+        ``info()``. No Store stands behind it: it has no ``pk``, and its reads take no snapshot."""
+        info = storage.info()
+        session = cls(None, info["session_id"], tenant_id=info["tenant_id"], agent_id=info["agent_id"])
+        session._storage = storage
+        return session
+
     def __repr__(self):
         return f"<Session {self.session_id!r} agent={self.agent_id!r} tenant={self.tenant_id!r}>"
 
@@ -85,6 +94,9 @@ class Session:
     @property
     def pk(self) -> int:
         """The store's key for this session (created on first use)."""
+        if self.store is None:
+            raise InvalidInputError(f"session {self.session_id!r} lives in a {type(self._storage).__name__}, not "
+                                    "a Store: it has no store key")
         if self._pk is None:
             self._pk = self.store.sessions.ensure(self.tenant_id, self.agent_id, self.session_id)
         return self._pk
@@ -95,6 +107,11 @@ class Session:
         if self._storage is None:
             self._storage = self.store.sessions.storage(self.pk)
         return self._storage
+
+    def snapshot(self) -> AbstractContextManager:
+        """Reads inside ``with session.snapshot():`` see one state of the store (a session over a
+        storage of its own reads it as it is)."""
+        return self.store.snapshot() if self.store is not None else nullcontext()
 
     @property
     def info(self) -> dict:
@@ -305,15 +322,15 @@ class Session:
 
     def get_child_counts(self) -> dict[str, int]:
         """{message id: children} for every message with children (one query, for tables and trees)."""
-        return self.storage.child_counts()
+        return capabilities.child_counts(self.storage)
 
     def get_leaf_for(self, message_id) -> str | None:
         """The newest leaf whose path goes through ``message_id``: the branch to open to show it."""
-        return self.storage.newest_leaf_under(message_id)
+        return capabilities.newest_leaf_under(self.storage, message_id)
 
     def get_leaves(self) -> Messages:
         """Every leaf (one per branch), newest first."""
-        return self.storage.leaves()
+        return capabilities.leaves(self.storage)
 
     def get_branches(self, message_id) -> Messages:
         """The children of a message, oldest first: more than one means the conversation forked here."""
@@ -331,9 +348,9 @@ class Session:
             leaf_id = self.storage.latest_leaf_id()
             if leaf_id is None:
                 return Messages()
-        with self.store.snapshot(), collector_paused():  # a long branch is thousands of new objects
+        with self.snapshot(), collector_paused():  # a long branch is thousands of new objects
             path = self.storage.path(leaf_id)
-            path.pinned_ids = self.storage.pinned_ids() if path else frozenset()
+            path.pinned_ids = capabilities.pinned_ids(self.storage) if path else frozenset()
             if not apply_compactions or not path:
                 return path
             return apply_overlays(path, self.storage.overlays())
@@ -341,18 +358,18 @@ class Session:
     def iter_history(self, leaf_id=None, *, page_size=1000) -> Iterator[Message]:
         """What ``get_history(leaf_id)`` returns, message by message, read ``page_size`` messages at a
         time: a 200,000-message branch is read holding one page, not the list. Each page is read on
-        its own; a loop inside ``with session.store.snapshot():`` sees one state of the store."""
+        its own; a loop inside ``with session.snapshot():`` sees one state of the store."""
         check_integer(page_size, "page_size", minimum=1)
         if leaf_id is None:
             leaf_id = self.storage.latest_leaf_id()
             if leaf_id is None:
                 return iter(())
-        return iter_history(self.storage, self.store.snapshot, leaf_id, page_size)
+        return iter_history(self.storage, self.snapshot, leaf_id, page_size)
 
     def get_path_length(self, leaf_id=None) -> int:
         """Number of stored messages from the root to ``leaf_id`` (overlays not applied)."""
         leaf_id = leaf_id or self.storage.latest_leaf_id()
-        return self.storage.path_stats(leaf_id)[0] if leaf_id else 0
+        return capabilities.path_stats(self.storage, leaf_id)[0] if leaf_id else 0
 
     def get_history_tokens(self, leaf_id=None) -> int:
         """Estimated tokens of what ``get_history`` returns: a sum of stored per-message estimates."""
@@ -418,7 +435,7 @@ class Session:
                                    token_counter=token_counter, prompt_template=prompt_template, pinned_ids=pinned_ids)
         settings = PlanSettings(protect_head, tail_token_budget, min_tail_messages, prompt_template)
         leaf_id = leaf_id or self.storage.latest_leaf_id()
-        pinned = frozenset(self.storage.pinned_ids() if pinned_ids is None else pinned_ids)
+        pinned = frozenset(capabilities.pinned_ids(self.storage) if pinned_ids is None else pinned_ids)
         return plan_stored(lambda: self.iter_history(leaf_id, page_size=page_size), pinned, settings)
 
     def compaction_context(self, leaf_id=None, *, token_counter=None, history=None) -> CompactionContext:
@@ -540,7 +557,7 @@ class Session:
         """Counts for a quick overview: messages, branches, overlays, latest path length and tokens."""
         leaves = self.get_leaves()
         latest = leaves[0]["id"] if leaves else None
-        length, tokens = self.storage.path_stats(latest) if latest else (0, 0)
+        length, tokens = capabilities.path_stats(self.storage, latest) if latest else (0, 0)
         return {
             "session_id": self.session_id,
             "messages": self.storage.count(),

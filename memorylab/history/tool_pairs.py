@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 
 from ..messages import is_tool_part
 from ..shapes import Messages
+from ..store import capabilities
 from .pins import with_tool_partners
 
 ORPHAN_RESULT, ORPHAN_CALL = "orphan_result", "orphan_call"
@@ -52,11 +53,11 @@ def lint_tool_pairs(session) -> list[ToolPairFinding]:
     (ids, roles and tool calls, no text or tool payload) into a tree of a few dozen bytes a message, so
     a 200,000-message session lints in bounded memory. A session without a tool part has nothing to
     lint, which one query tells."""
-    with session.store.snapshot():
-        if not session.storage.has_tool_parts():
+    with session.snapshot():
+        if not capabilities.has_tool_parts(session.storage):
             return []
-        return _lint(_Tree(session.storage.tool_outline(), session.get_compactions(),
-                           session.storage.pinned_ids()))
+        return _lint(_Tree(capabilities.tool_outline(session.storage), session.get_compactions(),
+                           capabilities.pinned_ids(session.storage)))
 
 
 def lint_tree(messages, overlays, pinned_ids=()) -> list[ToolPairFinding]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from ..messages import is_tool_part, message_text
 from ..history.overlays import apply_overlays, visible_overlays
 from ..history.tool_pairs import lint_tree
+from ..store import capabilities
 
 
 @dataclass
@@ -80,10 +81,10 @@ class SessionTree:
 
     @classmethod
     def of(cls, session):
-        """The tree of ``session`` from its outline (``SessionStorage.outline``): what drawing needs,
+        """The tree of ``session`` from its outline (``capabilities.outline``): what drawing needs,
         without decoding every message's stored parts."""
-        with session.store.snapshot():
-            return cls(session.storage.outline(), session.storage.pinned_ids())
+        with session.snapshot():
+            return cls(capabilities.outline(session.storage), capabilities.pinned_ids(session.storage))
 
     def __len__(self):
         return len(self.messages)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..history.overlays import is_summary_message
+from ..store import capabilities
 from ..tokens import MESSAGE_OVERHEAD_TOKENS, estimate_message_tokens, estimate_string_tokens
 
 if TYPE_CHECKING:
@@ -272,7 +273,7 @@ def prompt_cache_report(session, leaf_id=None, *, model=None) -> PromptCacheRepo
     if leaf_id is None:
         leaf_id = session.get_latest_leaf_id()
     chain, rows = RequestChain(), []
-    for message in session.storage.assistant_turns(leaf_id) if leaf_id else ():
+    for message in capabilities.assistant_turns(session.storage, leaf_id) if leaf_id else ():
         rows.append(_row(len(rows) + 1, message, chain.advance(message)))
     notes = _price(rows, model)
     if not any(row["recorded"] for row in rows):

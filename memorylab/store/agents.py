@@ -73,7 +73,7 @@ class AgentDirectory(Repository):
             LEFT JOIN sessions s ON s.tenant_id = a.tenant_id AND s.agent_id = a.agent_id
             WHERE a.tenant_id = :tenant GROUP BY a.tenant_id, a.agent_id ORDER BY {order}
             LIMIT :limit OFFSET :offset""",
-            {"tenant": tenant_id, "limit": self._store._NO_LIMIT if limit is None else limit, "offset": offset},
+            {"tenant": tenant_id, "limit": self.dialect.no_limit if limit is None else limit, "offset": offset},
         )
         return [dict(_agent_from_row(r), session_count=r["session_count"]) for r in rows]
 
@@ -100,14 +100,14 @@ class AgentDirectory(Repository):
             raise InvalidInputError(f"date_field must be one of {', '.join(_DATE_COLUMNS)}, got {date_field!r}")
         where = ["s.tenant_id = :tenant", "s.agent_id = :agent"]
         if interaction_before is not None:
-            instant = self._store._instant
+            instant = self.dialect.instant
             where.append(f"{instant('COALESCE(m.created_at, s.created_at)')} < {instant(':before')}")
         if status is None:
             where.append("s.status IS NULL")
         elif status is not ANY_STATUS:
             where.append("s.status = :status")
         if date_from is not None:
-            where.append(f"{self._store._instant(_DATE_COLUMNS[date_field])} >= {self._store._instant(':date_from')}")
+            where.append(f"{self.dialect.instant(_DATE_COLUMNS[date_field])} >= {self.dialect.instant(':date_from')}")
         rows = self._all(
             f"""SELECT s.session_id, s.status, s.created_at, s.updated_at,
                 (SELECT COUNT(*) FROM messages c WHERE c.session_pk = s.pk) AS message_count,
@@ -116,7 +116,7 @@ class AgentDirectory(Repository):
                 m.role AS last_role, m.text AS last_text, m.created_at AS last_at
             FROM sessions s LEFT JOIN messages m ON m.session_pk = s.pk AND m.id = s.latest_message_id
             WHERE {" AND ".join(where)}
-            ORDER BY {self._store._instant('s.updated_at')} DESC, s.pk DESC LIMIT :limit OFFSET :offset""",
+            ORDER BY {self.dialect.instant('s.updated_at')} DESC, s.pk DESC LIMIT :limit OFFSET :offset""",
             {"tenant": tenant_id, "agent": agent_id, "before": interaction_before, "status": status,
              "date_from": date_from, "limit": limit, "offset": offset},
         )

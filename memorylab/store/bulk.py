@@ -67,7 +67,7 @@ class BulkCopy(Repository):
         cannot hold (PostgreSQL: NUL by U+FFFD); such a copy is rebuilt from the message's parts."""
         if "\ufffd" in text:
             text = message_text({"parts": json.loads(parts)})
-        return self._store._searchable(text)
+        return self.dialect.searchable(text)
 
     def advance_identity(self, table, column) -> None:
         """Make keys generated from now on follow the largest one in ``table.column`` after rows were

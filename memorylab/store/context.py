@@ -126,7 +126,7 @@ class SearchEntries(Repository):
 
     def search(self, tenant_id, namespace, query, limit=5) -> list[dict]:
         """Ranked entries matching ``query`` (any string is safe)."""
-        found = self._store._full_text("entries", query)
+        found = self.dialect.full_text("entries", query)
         if found is None or limit <= 0:
             return []
         fts, match = found

@@ -2,13 +2,14 @@
 
 ``Store(target)`` opens a backend chosen by ``target``: a ``postgresql://`` URL gives a
 ``PostgresStore``, anything else a ``SQLiteStore`` file (``":memory:"`` included). A backend
-provides connections, transactions and a few dialect hooks, nothing else. The SQL lives in the
+provides connections, transactions and its ``dialect``, nothing else. The SQL lives in the
 repositories (``store.sessions``, ``store.kv``, ...), written once in what both engines speak
-(``?``/``:name`` parameters, ``RETURNING``, ``ON CONFLICT``, recursive CTEs). Their interfaces are
-written down in ``memorylab.store.protocols``; nothing outside this package writes SQL.
+(``?``/``:name`` parameters, ``RETURNING``, ``ON CONFLICT``, recursive CTEs), asking
+``store.dialect`` where the engines part. Their interfaces are written down in
+``memorylab.store.protocols``; nothing outside this package writes SQL.
 """
-from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from ..errors import InvalidInputError, MemoryLabError
 from ..shapes import SearchHits
@@ -16,39 +17,24 @@ from ..validation import check_identifier
 from .agents import AgentDirectory
 from .bulk import BulkCopy
 from .context import SearchEntries
+from .dialect import SNIPPET_MARKS, Dialect, SearchEngine
 from .experiments import ExperimentRecords
 from .integrity import Integrity
 from .kv import KVEntries
 from .longterm import LongTermRecords
 from .sessions import SqlSessionCatalog
 
+__all__ = ["ALL_TENANTS", "SNIPPET_MARKS", "SearchEngine", "Store", "is_postgres_url"]
+
 ALL_TENANTS = object()
 """``tenant_id`` of a ``search`` over every tenant (the lab's admin view). Never a default: a search
 names its tenant, so no caller crosses tenants by leaving it out."""
 
-SNIPPET_MARKS = ("\u2983", "\u2984")
-"""Brackets around matched words in search snippets (characters rare enough not to clash with text)."""
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
 def is_postgres_url(target) -> bool:
     return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
-
-
-def unstorable(error, engine):
-    """Python strings may hold half of a UTF-16 surrogate pair; a database's UTF-8 text cannot."""
-    return InvalidInputError(
-        f"text holding an unpaired surrogate ({error.object[error.start:error.end]!r} at position {error.start}) "
-        f"cannot be stored or looked up in {engine}; nothing was written"
-    )
-
-
-@dataclass(frozen=True)
-class SearchEngine:
-    """Which full-text engine a backend searches with: ``name`` for diagnostics, ``description`` for people."""
-
-    name: str
-    description: str
 
 
 class Store:
@@ -62,22 +48,12 @@ class Store:
     """
 
     # -- what each backend provides ------------------------------------------------------------
-    # transaction() / snapshot(): context managers yielding a connection with execute/executemany;
-    # _one / _all: single reads; _all_tuples: rows as plain tuples, for hot reads;
-    # _session_rows_between(alias, low, high): a session's rows in a seq range; close(); path (safe to
-    # show); db; search_engine; _full_text(kind, query) for search; the expressions _instant,
-    # _json_text, _json_values, _json_words, _glob and _glob_pattern; _NO_LIMIT. It may override
-    # _searchable, _FOR_UPDATE, _NAME_LOCK, _CHAINED_WRITES, _one_statement, _INTEGRITY, _BULK and read_only.
+    # dialect; transaction() / snapshot(): context managers yielding a connection with
+    # execute/executemany; fetch_one / fetch_all / fetch_tuples: single reads; close(); path (safe to
+    # show); db; write_one. It may override _one_statement, _INTEGRITY, _BULK and read_only.
 
-    _FOR_UPDATE = ""
-    """Appended to the read that starts a session write: where writers do not queue for the whole
-    database (PostgreSQL), it locks the session row so its appends and overlays happen one at a time."""
-    _NAME_LOCK = None
-    """A statement that holds the name ``:name`` until the transaction ends, where writers do not queue
-    for the whole database (PostgreSQL): two writers of a session that may not exist yet take turns."""
-    _CHAINED_WRITES = False
-    """Whether one statement may write to several tables (a data-modifying WITH): an append then writes
-    the message and moves the session's newest pointer at once, and a KV set purges and upserts at once."""
+    dialect: Dialect
+    """What this backend's engine does differently (``memorylab.store.dialect``)."""
     _INTEGRITY = Integrity
     _BULK = BulkCopy
     read_only = False
@@ -106,11 +82,23 @@ class Store:
     def __repr__(self):
         return f"{type(self).__name__}({self.path!r})"
 
-    def _searchable(self, text):
-        """The copy of a message's text that search indexes (a backend may have to adapt it)."""
-        return text
+    @property
+    def search_engine(self) -> SearchEngine:
+        return self.dialect.search_engine
 
-    def _write_one(self, sql, params=()):
+    def fetch_one(self, sql, params=()) -> Any:
+        """The first row of one read (by position or column name), in this thread's transaction or snapshot."""
+        raise NotImplementedError
+
+    def fetch_all(self, sql, params=()) -> list:
+        """Every row of one read (by position or column name)."""
+        raise NotImplementedError
+
+    def fetch_tuples(self, sql, params=()) -> list[tuple]:
+        """Every row of one read as a plain tuple, for reads of thousands of rows unpacked by position."""
+        raise NotImplementedError
+
+    def write_one(self, sql, params=()) -> Any:
         """Run one statement that writes and return its first row (None without one), in this thread's
         transaction or a new one."""
         with self._one_statement() as conn:
@@ -118,12 +106,9 @@ class Store:
             return cursor.fetchone() if cursor.description else None
 
     def _one_statement(self):
-        """Where ``_write_one`` runs: a write transaction. A single statement is atomic by itself, so a
+        """Where ``write_one`` runs: a write transaction. A single statement is atomic by itself, so a
         backend may spare the transaction around it (PostgreSQL: the BEGIN and COMMIT round trips)."""
         return self.transaction()
-
-    def _settle_search(self, table):
-        """Merge what ``table``'s search index buffered during a bulk write (a backend may need to)."""
 
     # -- repositories ----------------------------------------------------------------------------
 
@@ -175,7 +160,7 @@ class Store:
                                     "search every tenant")
         else:
             check_identifier(tenant_id, "tenant id")
-        found = self._full_text("messages", query)
+        found = self.dialect.full_text("messages", query)
         if found is None or limit <= 0:
             return SearchHits()
         fts, match = found
@@ -188,7 +173,7 @@ class Store:
         if roles:
             params.update({f"role{i}": role for i, role in enumerate(roles)})
             where.append(f"m.role IN ({', '.join(f':role{i}' for i in range(len(roles)))})")
-        rows = self._all(
+        rows = self.fetch_all(
             f"""SELECT m.id, m.role, m.text, m.created_at, s.session_id, s.tenant_id, s.agent_id,
                    {fts.rank} AS rank, {fts.snippet} AS snippet
             FROM {fts.source} JOIN sessions s ON s.pk = m.session_pk

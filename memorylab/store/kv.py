@@ -44,7 +44,7 @@ def _readable(row, tenant_id, namespace, versioned=True):
 
 class KVEntries(Repository):
     def _no_limit(self, limit):
-        return limit if limit >= 0 else self._store._NO_LIMIT
+        return limit if limit >= 0 else self.dialect.no_limit
 
     def _purge_expired(self, conn, tenant_id, namespace, now):
         conn.execute(_PURGE, {"tenant": tenant_id, "ns": namespace, "now": now})
@@ -54,8 +54,8 @@ class KVEntries(Repository):
         ``version`` of the entry as read, ``MISSING`` for none), only while the live entry is still at
         that version; else ``StaleWriteError`` with the stored row."""
         row = {"tenant": tenant_id, "ns": namespace, "key": key, "value": value, "expires_at": expires_at, "now": now}
-        if expected is None and self._store._CHAINED_WRITES:
-            self._store._write_one(_PURGE_AND_SET, row)
+        if expected is None and self.dialect.chained_writes:
+            self._store.write_one(_PURGE_AND_SET, row)
             return
         with self.transaction() as conn:
             self._purge_expired(conn, tenant_id, namespace, now)
@@ -95,9 +95,9 @@ class KVEntries(Repository):
         """Live entries whose key matches the ``*``/``?`` glob ``pattern``, by key (limit -1: all)."""
         rows = self._all(
             f"""SELECT {_COLUMNS} FROM kv_entries
-            WHERE tenant_id = :tenant AND namespace = :ns AND {self._store._glob("key", ":glob")} AND {_LIVE}
+            WHERE tenant_id = :tenant AND namespace = :ns AND {self.dialect.glob("key", ":glob")} AND {_LIVE}
             ORDER BY key LIMIT :limit OFFSET :offset""",
-            {"tenant": tenant_id, "ns": namespace, "glob": self._store._glob_pattern(pattern), "now": now,
+            {"tenant": tenant_id, "ns": namespace, "glob": self.dialect.glob_pattern(pattern), "now": now,
              "limit": self._no_limit(limit), "offset": offset},
         )
         return readable(rows, lambda row: _readable(row, tenant_id, namespace))
@@ -106,8 +106,8 @@ class KVEntries(Repository):
         """How many live entries ``entries`` pages through for the same pattern."""
         return self._one(
             f"SELECT COUNT(*) AS n FROM kv_entries WHERE tenant_id = :tenant AND namespace = :ns"
-            f" AND {self._store._glob('key', ':glob')} AND {_LIVE}",
-            {"tenant": tenant_id, "ns": namespace, "glob": self._store._glob_pattern(pattern), "now": now},
+            f" AND {self.dialect.glob('key', ':glob')} AND {_LIVE}",
+            {"tenant": tenant_id, "ns": namespace, "glob": self.dialect.glob_pattern(pattern), "now": now},
         )["n"]
 
     def namespaces(self, tenant_id, *, now, limit=-1, offset=0) -> list[dict]:

@@ -143,11 +143,11 @@ class LongTermRecords(Repository):
         if query and match == "substring":
             if len(query) > MAX_SUBSTRING_CHARS:
                 return []
-            params["fragment"] = f"%{like_literal(self._store._searchable(query))}%"
-            texts = ("r.summary", self._store._json_words("r.body"), self._store._json_words("r.tags"))
+            params["fragment"] = f"%{like_literal(self.dialect.searchable(query))}%"
+            texts = ("r.summary", self.dialect.json_words("r.body"), self.dialect.json_words("r.tags"))
             where.append("(" + " OR ".join(f"lower({text}) LIKE lower(:fragment) ESCAPE '\\'" for text in texts) + ")")
         elif query:
-            found = self._store._full_text("memories", query, any_word=True, prefixes=match == "prefixes")
+            found = self.dialect.full_text("memories", query, any_word=True, prefixes=match == "prefixes")
             if found is None:
                 return []
             fts, params["match"] = found
@@ -156,7 +156,7 @@ class LongTermRecords(Repository):
             order = f"{fts.rank}, {order}"
         for i, tag in enumerate(tags):
             params[f"tag{i}"] = tag
-            where.append(f"EXISTS (SELECT 1 FROM {self._store._json_values('r.tags', f't{i}')} WHERE t{i}.value = :tag{i})")
+            where.append(f"EXISTS (SELECT 1 FROM {self.dialect.json_values('r.tags', f't{i}')} WHERE t{i}.value = :tag{i})")
         rows = self._all(
             f"SELECT r.* FROM {source} WHERE {' AND '.join(where)} ORDER BY {order} LIMIT :limit", params
         )
@@ -165,7 +165,7 @@ class LongTermRecords(Repository):
     def tags(self, workspace, session_id, *, limit=50) -> list[str]:
         """The tags a session can retrieve by (global ones and its own), most used first."""
         rows = self._all(
-            f"""SELECT t.value AS tag FROM memory_records r, {self._store._json_values('r.tags', 't')}
+            f"""SELECT t.value AS tag FROM memory_records r, {self.dialect.json_values('r.tags', 't')}
             WHERE r.workspace = ? AND (r.scope = 'GLOBAL_MEMORY' OR r.session_id = ?)
             GROUP BY t.value ORDER BY COUNT(*) DESC, t.value LIMIT ?""",
             (workspace, session_id, int(limit)),
@@ -189,7 +189,7 @@ class LongTermRecords(Repository):
             JOIN messages u ON u.session_pk = a.session_pk AND u.id = a.parent_id
             WHERE s.session_id = ? AND a.role = 'assistant' AND a.text = ? AND u.role = 'user' AND u.text = ?
             ORDER BY a.seq DESC LIMIT 1""",
-            (session_id, self._store._searchable(assistant_text), self._store._searchable(user_text)),
+            (session_id, self.dialect.searchable(assistant_text), self.dialect.searchable(user_text)),
         )
         if row is None:
             return None

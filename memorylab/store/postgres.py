@@ -16,7 +16,7 @@ import re
 import select
 import threading
 from contextlib import AbstractContextManager, contextmanager
-from typing import NoReturn
+from typing import Any, NoReturn
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -33,8 +33,9 @@ from ..errors import (
     StoreUnavailableError,
 )
 from .bulk import PostgresBulkCopy
-from .core import SNIPPET_MARKS, SearchEngine, Store, unstorable
+from .core import Store
 from .ddl import PostgresDDL
+from .dialect import SNIPPET_MARKS, Dialect, SearchEngine, unstorable
 from .integrity import PostgresIntegrity
 from .fts import FullText, tsquery
 from .migrations import migrate
@@ -133,6 +134,90 @@ def _server_gone(error):
         state is None or state.startswith("08") or state in _SERVER_GONE)
 
 
+class PostgresDialect(Dialect):
+    """PostgreSQL's SQL: psycopg's parameters, tsvector search, timestamptz, jsonb, LIKE, row and
+    advisory locks (its writers do not queue for the whole database)."""
+
+    name = "postgresql"
+    search_engine = SearchEngine("postgres-tsvector", "PostgreSQL tsvector, ranked by ts_rank")
+    row_lock = " FOR NO KEY UPDATE"
+    name_lock = "SELECT pg_advisory_xact_lock(hashtextextended(:name, 0))"
+    chained_writes = True  # a data-modifying WITH runs whether or not its rows are read: one round trip
+    no_limit = None
+
+    def native(self, sql):
+        return _translate(sql)
+
+    def searchable(self, text):
+        # PostgreSQL text cannot hold NUL; the search copy shows U+FFFD where the message (kept
+        # whole in its JSON parts) has one.
+        return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+    def full_text(self, kind, query, *, any_word=False, prefixes=True):
+        match = tsquery(query, any_word=any_word, prefixes=prefixes)
+        return None if match is None else (_FULL_TEXT[kind], match)
+
+    def session_rows_between(self, alias, low, high):
+        """One range of messages_session."""
+        return f"{alias}.session_pk = :pk AND {alias}.seq BETWEEN {low} AND {high}"
+
+    def instant(self, expression):
+        return f"CAST({expression} AS timestamptz)"
+
+    def json_text(self, expression, key):
+        # Damaged JSON reads as no value rather than failing the whole query (the cast raises).
+        return f"(CASE WHEN {expression} IS JSON OBJECT THEN CAST({expression} AS jsonb) ->> '{key}' END)"
+
+    def json_values(self, expression, alias):
+        return f"jsonb_array_elements_text(CAST({expression} AS jsonb)) AS {alias}(value)"
+
+    def json_words(self, expression):
+        return f"memorylab_json_words({expression})"
+
+    def glob(self, column, parameter):
+        return f"{column} LIKE {parameter} ESCAPE '\\'"
+
+    def glob_pattern(self, pattern):
+        """LIKE's own ``%``, ``_`` and ``\\`` are made literal."""
+        escaped = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return escaped.replace("*", "%").replace("?", "_")
+
+    def error(self, error, *, where, timeout):
+        if isinstance(error, UnicodeEncodeError):
+            return unstorable(error, "PostgreSQL")
+        if isinstance(error, psycopg.DataError) and "NUL" in str(error):
+            return InvalidInputError(
+                "text holding a NUL character (\\x00) cannot be stored in PostgreSQL; nothing was written"
+            )
+        if isinstance(error, (pg_errors.LockNotAvailable, pg_errors.DeadlockDetected, PoolTimeout)):
+            return StoreBusyError(
+                f"{where}: another writer held what this write needed for {timeout:g} s (a long "
+                "import or compaction, or another process); nothing was changed. Retry when it has finished, "
+                "or open the Store with a larger timeout="
+            )
+        if _server_gone(error):
+            return StoreUnavailableError(
+                f"the PostgreSQL server of {where} cannot be reached, or is shutting down or starting up "
+                f"({_one_line(error)}); a write it interrupted was rolled back unless the server had committed it. "
+                "Retry when the server is back: the store reconnects by itself"
+            )
+        if isinstance(error, pg_errors.DiskFull):
+            return StoreFullError(f"the PostgreSQL server of {where} has no disk space left ({_one_line(error)}): "
+                                  "nothing was written; free some space on the server and retry")
+        if isinstance(error, pg_errors.ReadOnlySqlTransaction):
+            return StoreReadOnlyError(f"the PostgreSQL server of {where} takes no writes ({_one_line(error)}): "
+                                      "nothing was written; connect to the primary server, or to one that is not "
+                                      "read-only")
+        if isinstance(error, psycopg.OperationalError):
+            return StoreError(f"the PostgreSQL server of {where} failed the request ({_one_line(error)}); "
+                              "retry, and if it goes on, read the server's log")
+        return StoreError(f"{where}: PostgreSQL refused the statement ({_one_line(error)}); if the database was "
+                          "changed outside memorylab, `memorylab check` says what is wrong")
+
+
+POSTGRES = PostgresDialect()
+
+
 class _Connection:
     """A pooled connection speaking the SQL of ``core``, with PostgreSQL's refusals made clear."""
 
@@ -143,14 +228,14 @@ class _Connection:
 
     def execute(self, sql, params=()):
         try:
-            return self.raw.execute(_translate(sql), params)
+            return self.raw.execute(POSTGRES.native(sql), params)
         except (psycopg.Error, UnicodeEncodeError) as error:
             raise self.store._clear_error(error) from error
 
     def executemany(self, sql, rows):
         cursor = self.raw.cursor()
         try:
-            cursor.executemany(_translate(sql), rows)
+            cursor.executemany(POSTGRES.native(sql), rows)
         except (psycopg.Error, UnicodeEncodeError) as error:
             raise self.store._clear_error(error) from error
         return cursor
@@ -159,13 +244,9 @@ class _Connection:
 class PostgresStore(Store):
     """``Store("postgresql://user@host/db")``: the same contract as the SQLite file, on a server."""
 
-    _FOR_UPDATE = " FOR NO KEY UPDATE"
-    _NAME_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(:name, 0))"
-    _CHAINED_WRITES = True  # a data-modifying WITH runs whether or not its rows are read: one round trip
-    _NO_LIMIT = None
+    dialect = POSTGRES
     _INTEGRITY = PostgresIntegrity
     _BULK = PostgresBulkCopy
-    search_engine = SearchEngine("postgres-tsvector", "PostgreSQL tsvector, ranked by ts_rank")
 
     def __init__(self, url, *, timeout=30.0, pool_size=8):
         self.path = redact(url)
@@ -220,36 +301,7 @@ class PostgresStore(Store):
 
     def _clear_error(self, error):
         """The MemoryLabError for a failed statement: what the server said, and what to do."""
-        if isinstance(error, UnicodeEncodeError):
-            return unstorable(error, "PostgreSQL")
-        if isinstance(error, psycopg.DataError) and "NUL" in str(error):
-            return InvalidInputError(
-                "text holding a NUL character (\\x00) cannot be stored in PostgreSQL; nothing was written"
-            )
-        if isinstance(error, (pg_errors.LockNotAvailable, pg_errors.DeadlockDetected, PoolTimeout)):
-            return StoreBusyError(
-                f"{self.path}: another writer held what this write needed for {self._timeout:g} s (a long "
-                "import or compaction, or another process); nothing was changed. Retry when it has finished, "
-                "or open the Store with a larger timeout="
-            )
-        if _server_gone(error):
-            return StoreUnavailableError(
-                f"the PostgreSQL server of {self.path} cannot be reached, or is shutting down or starting up "
-                f"({_one_line(error)}); a write it interrupted was rolled back unless the server had committed it. "
-                "Retry when the server is back: the store reconnects by itself"
-            )
-        if isinstance(error, pg_errors.DiskFull):
-            return StoreFullError(f"the PostgreSQL server of {self.path} has no disk space left ({_one_line(error)}): "
-                                  "nothing was written; free some space on the server and retry")
-        if isinstance(error, pg_errors.ReadOnlySqlTransaction):
-            return StoreReadOnlyError(f"the PostgreSQL server of {self.path} takes no writes ({_one_line(error)}): "
-                                      "nothing was written; connect to the primary server, or to one that is not "
-                                      "read-only")
-        if isinstance(error, psycopg.OperationalError):
-            return StoreError(f"the PostgreSQL server of {self.path} failed the request ({_one_line(error)}); "
-                              "retry, and if it goes on, read the server's log")
-        return StoreError(f"{self.path}: PostgreSQL refused the statement ({_one_line(error)}); if the database was "
-                          "changed outside memorylab, `memorylab check` says what is wrong")
+        return POSTGRES.error(error, where=self.path, timeout=self._timeout)
 
     @contextmanager
     def _connection(self, isolation=None):
@@ -300,60 +352,17 @@ class PostgresStore(Store):
         """A read transaction: several SELECTs see one consistent state of the database."""
         return self._connection("REPEATABLE READ")
 
-    def _one(self, sql, params=()):
+    def fetch_one(self, sql, params=()) -> Any:
         with self._connection() as conn:
             return conn.execute(sql, params).fetchone()
 
-    def _all(self, sql, params=()):
+    def fetch_all(self, sql, params=()) -> list:
         with self._connection() as conn:
             return conn.execute(sql, params).fetchall()
 
-    _all_tuples = _all  # its rows are tuples already
+    fetch_tuples = fetch_all  # its rows are tuples already
 
     def _one_statement(self) -> AbstractContextManager[_Connection]:
         """Autocommit, where the statement is a transaction of its own: one round trip instead of three
         (inside this thread's transaction it joins that one)."""
         return self._connection()
-
-    # -- dialect --------------------------------------------------------------------------------
-
-    def _searchable(self, text):
-        # PostgreSQL text cannot hold NUL; the search copy shows U+FFFD where the message (kept
-        # whole in its JSON parts) has one.
-        return text.replace("\x00", "\ufffd") if "\x00" in text else text
-
-    def _full_text(self, kind, query, *, any_word=False, prefixes=True):
-        match = tsquery(query, any_word=any_word, prefixes=prefixes)
-        return None if match is None else (_FULL_TEXT[kind], match)
-
-    @staticmethod
-    def _session_rows_between(alias, low, high):
-        """``alias``'s rows of session ``:pk`` with seq in ``low .. high``: one range of messages_session."""
-        return f"{alias}.session_pk = :pk AND {alias}.seq BETWEEN {low} AND {high}"
-
-    @staticmethod
-    def _instant(expression):
-        return f"CAST({expression} AS timestamptz)"
-
-    @staticmethod
-    def _json_text(expression, key):
-        # Damaged JSON reads as no value rather than failing the whole query (the cast raises).
-        return f"(CASE WHEN {expression} IS JSON OBJECT THEN CAST({expression} AS jsonb) ->> '{key}' END)"
-
-    @staticmethod
-    def _json_values(expression, alias):
-        return f"jsonb_array_elements_text(CAST({expression} AS jsonb)) AS {alias}(value)"
-
-    @staticmethod
-    def _json_words(expression):
-        return f"memorylab_json_words({expression})"
-
-    @staticmethod
-    def _glob(column, parameter):
-        return f"{column} LIKE {parameter} ESCAPE '\\'"
-
-    @staticmethod
-    def _glob_pattern(pattern):
-        """A ``*``/``?`` glob as a LIKE pattern: LIKE's own ``%``, ``_`` and ``\\`` are made literal."""
-        escaped = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        return escaped.replace("*", "%").replace("?", "_")

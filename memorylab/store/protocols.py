@@ -3,30 +3,36 @@
 The SQL repositories in this package implement them for SQLite and PostgreSQL alike. The engine
 above (``Session``, ``Memory``, ``KVStore``, ``LongTermMemory``, ``memorylab check`` and
 ``memorylab copy``) relies on these methods and nothing else, so another storage only has to
-answer them. Messages, overlays and rows are plain dicts; their keys are listed where they first
-appear. ``pk`` is a session's internal key, which only the catalog hands out.
+answer them; a session's storage only its core ``SessionStorage``, the capabilities beside it
+(``TreeQueries``, ``Outlines``, ``PagedBranchReads``) being optional. Messages, overlays and rows are
+plain dicts; their keys are listed where they first appear. ``pk`` is a session's internal key,
+which only the catalog hands out.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ..shapes import SessionRows
 
 
 class SessionStorage(Protocol):
-    """One session's tree of messages, its compaction overlays, status and context rows.
+    """One session's tree of messages, its compaction overlays, pins, status and context rows: the core
+    that a ``Session`` needs, and all another storage has to answer (``InMemorySessionStorage`` is one).
 
     A message is ``{"id", "role", "parts", "created_at", "metadata", "parent_id", "tokens"}``. The
     ``parent`` of ``append`` says where it goes: ``LATEST_LEAF`` (the default) under the session's
     newest message, ``None`` as a new root, or a message id, which must exist in this session.
+    What a storage laid out in SQL answers faster (``TreeQueries``, ``Outlines``, ``PagedBranchReads``)
+    its callers ask for where it is offered, and derive from these methods where not
+    (``memorylab.store.capabilities``).
     """
 
-    pk: int
     blocks: SessionBlockStorage
 
     def info(self) -> dict:
-        """``{"session_id", "tenant_id", "agent_id", "created_at", "updated_at", "metadata"}``."""
+        """``{"session_id", "tenant_id", "agent_id", "created_at", "updated_at", "metadata"}``;
+        ``NotFoundError`` once the session is deleted."""
 
     def set_metadata(self, metadata: dict) -> None: ...
 
@@ -46,43 +52,18 @@ class SessionStorage(Protocol):
     def get(self, message_id: str) -> dict | None:
         """The message, None when there is none; ``DamagedRowError`` when its row cannot be read."""
 
-    def message_ids(self) -> set[str]: ...
-
-    def latest_leaf_id(self) -> str | None: ...
+    def latest_leaf_id(self) -> str | None:
+        """The newest message's id (childless: children are written after their parents)."""
 
     def path(self, leaf_id: str) -> list[dict]:
         """Root-to-leaf messages, overlays not applied; ``[]`` for an unknown leaf. A damaged row is
         left out with a ``DamagedRowWarning`` (so are the readers of many messages below)."""
 
-    def path_stats(self, leaf_id: str) -> tuple[int, int]:
-        """(number of messages, sum of stored token estimates) of ``path(leaf_id)``, without loading it."""
-
     def children(self, message_id: str | None) -> list[dict]:
         """The messages under ``message_id`` (None: the roots), oldest first."""
 
-    def child_counts(self) -> dict[str, int]: ...
-
-    def newest_leaf_under(self, message_id: str) -> str | None: ...
-
-    def leaves(self) -> list[dict]:
-        """Messages without children, newest first."""
-
     def all(self) -> list[dict]:
-        """Every message, parents before children."""
-
-    def assistant_turns(self, leaf_id: str) -> list[dict]:
-        """``{"id", "role", "metadata"}`` of each assistant message from the root down to ``leaf_id``."""
-
-    def outline(self) -> list[dict]:
-        """Every message as drawn: id, parent_id, role, tokens, created_at, parts (its text as one part
-        unless it has no text or a tool part); parents first."""
-
-    def has_tool_parts(self) -> bool:
-        """Whether any message of the session holds a tool part."""
-
-    def tool_outline(self) -> Iterator[tuple]:
-        """(id, parent_id, role, parts) of every message, parents first, read a page at a time (the
-        tool-pair lint): a message without a tool part has one text part with no text."""
+        """Every message, in the order they were stored (parents before children)."""
 
     def count(self) -> int: ...
 
@@ -91,19 +72,17 @@ class SessionStorage(Protocol):
 
     def delete_messages(self, message_ids: Iterable[str]) -> int:
         """Remove messages, re-attaching their children to their parents and dropping the overlays
-        that start or end at them; unknown ids are skipped. Returns how many went."""
+        that start or end at them and their pins; unknown ids are skipped. Returns how many went."""
 
     def clear(self) -> int:
         """Remove every message, overlay, pin and skill activation; returns the number of messages."""
 
     def search(self, query: str, *, tenant_id: str, limit: int = 20, roles: list[str] | None = None) -> list[dict]:
-        """Ranked hits in this session (the shape of ``Store.search``)."""
+        """Ranked hits in this session (the shape of ``Store.search``); any query string is safe."""
 
     def add_overlay(self, summary: str, from_id: str, to_id: str, metadata: dict | None = None) -> dict:
         """Store an overlay ``{"id", "from_id", "to_id", "summary", "created_at", "metadata"}`` over
         ``from_id..to_id``, one root-to-leaf range; ids count up per session."""
-
-    def get_overlay(self, overlay_id: int) -> dict | None: ...
 
     def overlays(self) -> list[dict]:
         """Every overlay, oldest first (whether each applies depends on the path read)."""
@@ -121,10 +100,56 @@ class SessionStorage(Protocol):
     def pins(self) -> list[dict]:
         """Every pin, oldest first."""
 
+
+# -- capabilities: what a storage may answer beyond the core ---------------------------------------
+# Each is checked with isinstance (``memorylab.store.capabilities`` does, and falls back to the core).
+
+
+@runtime_checkable
+class TreeQueries(Protocol):
+    """Questions about the tree's shape answered without reading every message."""
+
+    def message_ids(self) -> set[str]: ...
+
+    def child_counts(self) -> dict[str, int]:
+        """``{message id: number of children}`` of every message that has children."""
+
+    def newest_leaf_under(self, message_id: str) -> str | None:
+        """The newest message of the subtree rooted at ``message_id``; None for an unknown id."""
+
+    def leaves(self) -> list[dict]:
+        """Messages without children, newest first."""
+
     def pinned_ids(self) -> frozenset:
         """The pinned message ids, read without the notes (every history read asks)."""
 
-    # Paged reads: a long branch or session read a page at a time (``memorylab.history.paged``).
+
+@runtime_checkable
+class Outlines(Protocol):
+    """Reads of many messages that decode only what their reader looks at."""
+
+    def path_stats(self, leaf_id: str) -> tuple[int, int]:
+        """(number of messages, sum of stored token estimates) of ``path(leaf_id)``, without loading it."""
+
+    def assistant_turns(self, leaf_id: str) -> list[dict]:
+        """``{"id", "role", "metadata"}`` of each assistant message from the root down to ``leaf_id``."""
+
+    def outline(self) -> list[dict]:
+        """Every message as drawn: id, parent_id, role, tokens, created_at, empty metadata and parts (its
+        text as one part unless it has no text or a tool part); parents first."""
+
+    def has_tool_parts(self) -> bool:
+        """Whether any message of the session holds a tool part."""
+
+    def tool_outline(self) -> Iterator[tuple]:
+        """(id, parent_id, role, parts) of every message, parents first, read a page at a time (the
+        tool-pair lint): a message without a tool part has one text part with no text."""
+
+
+@runtime_checkable
+class PagedBranchReads(Protocol):
+    """A long branch or session read a page at a time by where its rows lie (``memorylab.history.paged``,
+    exports): positions are seqs, which grow in the order messages were stored."""
 
     def branch_ranges(self, leaf_id: str) -> list[tuple[int, int]] | None:
         """Seq ranges, oldest first, whose messages are exactly the branch ending at ``leaf_id`` (``[]`` for
@@ -144,6 +169,12 @@ class SessionStorage(Protocol):
 
     def located(self, message_ids: Iterable[str]) -> dict[str, tuple[int, dict]]:
         """``{id: (seq, message)}`` of the readable messages among ``message_ids`` (a few)."""
+
+
+class CatalogedSessionStorage(SessionStorage, TreeQueries, Outlines, PagedBranchReads, Protocol):
+    """What a store's catalog hands out: the core and every capability, and the session's key ``pk``."""
+
+    pk: int
 
 
 class SessionCatalog(Protocol):
@@ -167,7 +198,7 @@ class SessionCatalog(Protocol):
     def settle_search(self, written: int) -> None:
         """After an import of ``written`` messages: merge what the search index buffered for them."""
 
-    def storage(self, pk: int) -> SessionStorage: ...
+    def storage(self, pk: int) -> CatalogedSessionStorage: ...
 
     def list(self, *, tenant_id: str | None = None, agent_id: str | None = None, session_id: str | None = None,
              search: str | None = None, limit: int | None = None, offset: int = 0) -> SessionRows:

@@ -55,7 +55,7 @@ class Quarantine(Repository):
     def _stored(self, conn, table, key):
         columns = table_columns(table)
         where, values = _where(key)
-        found = conn.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE {where}{self._store._FOR_UPDATE}",
+        found = conn.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE {where}{self.dialect.row_lock}",
                              values).fetchone()
         return None if found is None else dict(zip(columns, tuple(found)))
 

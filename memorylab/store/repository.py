@@ -2,7 +2,7 @@
 
 A repository holds no connection of its own. It reads and writes through the store it was made by
 (``transaction``, ``snapshot``, ``_one``, ``_all``) and takes the dialect's expressions and full-text
-search from it (``self._store._instant(...)``, ``self._store._full_text(...)``), so its SQL reads the
+search from it (``self.dialect.instant(...)``, ``self.dialect.full_text(...)``), so its SQL reads the
 same on every backend and no repository reaches into another.
 """
 from contextlib import AbstractContextManager
@@ -28,6 +28,7 @@ def insert_rows(conn, table, columns, rows) -> None:
 class Repository:
     def __init__(self, store):
         self._store = store
+        self.dialect = store.dialect
 
     def __repr__(self):
         return f"<{type(self).__name__} of {self._store!r}>"
@@ -36,7 +37,10 @@ class Repository:
         return self._store.transaction()
 
     def _one(self, sql, params=()):
-        return self._store._one(sql, params)
+        return self._store.fetch_one(sql, params)
 
     def _all(self, sql, params=()):
-        return self._store._all(sql, params)
+        return self._store.fetch_all(sql, params)
+
+    def _tuples(self, sql, params=()):
+        return self._store.fetch_tuples(sql, params)

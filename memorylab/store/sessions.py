@@ -2,24 +2,23 @@
 
 ``store.sessions`` finds, creates, lists and imports sessions; ``store.sessions.storage(pk)`` is one
 session's ``SqlSessionStorage``: its messages as a tree, its compaction overlays, its search, its
-status, and its context blocks (``storage.blocks``). A ``Session`` holds one and never names the
-internal key again.
+status, and its context blocks (``storage.blocks``); the reads that follow where its rows lie
+(branches, pages, outlines) are ``branches.BranchReads``, which it extends. A ``Session`` holds one
+and never names the internal key again.
 """
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from functools import cache
 
 from ..errors import ConflictError, DamagedRowError, InvalidMessageError, NotFoundError, StaleWriteError
-from ..messages import message_text, parts_problem, utc_now_iso
+from ..messages import message_text, utc_now_iso
 from ..shapes import Message, Messages, Overlay, SearchHits, SessionRows
 from .agents import register_agent_row
+from .branches import BranchReads, continuations
 from .context import SessionBlocks
 from .migrations import CONTINUING_MESSAGES
 from .repository import Repository, insert_rows
-from .rows import (HAS_TOOL_PART, MESSAGE_COLUMNS, dumps, dumps_checked, like_literal, message_from_row,
-                   messages_from_rows, read_json, readable, session_name)
+from .rows import MESSAGE_COLUMNS, dumps, dumps_checked, like_literal, message_from_row, read_json, readable, session_name
 
 UNCHECKED = object()
 """``expected`` of a write that compares nothing (a status may be None, so None cannot say it)."""
@@ -27,50 +26,16 @@ UNCHECKED = object()
 LATEST_LEAF = object()
 """Parent marker for "append under the newest leaf" (the default of ``append``)."""
 
-_MAX_DEPTH = 10_000_000
 _MESSAGE_FIELDS = ("session_pk", "id", "parent_id", "role", "parts", "text", "created_at", "metadata", "tokens",
                    "continues")
 _POINT_TO_LATEST = "UPDATE sessions SET updated_at = ?, latest_message_id = ? WHERE pk = ?"
-_PATH = """WITH RECURSIVE path(seq, parent_id, depth) AS (
-        SELECT seq, parent_id, 0 FROM messages WHERE session_pk = :pk AND id = :leaf
-        UNION ALL
-        SELECT m.seq, m.parent_id, path.depth + 1 FROM messages m JOIN path
-            ON m.session_pk = :pk AND m.id = path.parent_id
-        WHERE path.depth < :max_depth
-    )"""
-"""The branch ending at ``:leaf``, one parent link at a time (``path.depth`` from the leaf): what a
-read falls back to when the stretches do not give a linked branch."""
-_STRETCHES = """WITH RECURSIVE stretches(first_seq, last_seq) AS (
-        SELECT (SELECT MAX(s.seq) FROM messages s WHERE s.session_pk = :pk AND s.continues = 0 AND s.seq <= m.seq),
-            m.seq
-        FROM messages m WHERE m.session_pk = :pk AND m.id = :leaf
-        UNION
-        SELECT (SELECT MAX(s.seq) FROM messages s WHERE s.session_pk = :pk AND s.continues = 0 AND s.seq <= above.seq),
-            above.seq
-        FROM stretches JOIN messages start ON start.seq = stretches.first_seq
-        JOIN messages above ON above.session_pk = :pk AND above.id = start.parent_id
-    )"""
-"""The stretches (``schema.MESSAGES``) of the branch ending at ``:leaf``, each as the seqs of its first
-message and of the last one the branch takes from it: a hop per stretch, not per message. UNION, not
-UNION ALL, so that flags damaged into a loop still end."""
 
 
-def _on_branch(store):
-    """Whether message ``m`` is on the branch of ``_STRETCHES``, which orders by ``m.seq`` from the root
-    (a child is always written after its parent): each stretch is one range of seq. SQLite then reads
-    the rows in seq order rather than sorting whole rows."""
-    stretch = store._session_rows_between("b", "stretches.first_seq", "stretches.last_seq")
-    return f"m.seq IN (SELECT b.seq FROM stretches JOIN messages b ON {stretch})"
-
-
-_M_COLUMNS = ", ".join("m." + column for column in MESSAGE_COLUMNS.split(", "))
-
-
-def message_row(store, pk, message, parent_id):
-    """The values of a message row but ``continues``, for a normalized message (its search copy is ``store``'s)."""
+def message_row(dialect, pk, message, parent_id):
+    """The values of a message row but ``continues``, for a normalized message (its search copy is ``dialect``'s)."""
     return (
         pk, message["id"], parent_id, message["role"], dumps_checked(message["parts"]),
-        store._searchable(message_text(message)), message["created_at"], dumps_checked(message["metadata"]),
+        dialect.searchable(message_text(message)), message["created_at"], dumps_checked(message["metadata"]),
         message["tokens"],
     )
 
@@ -88,7 +53,7 @@ _PARENTS = {
 
 
 @cache
-def _append_statement(store_type, parent_kind):
+def _append_statement(dialect, parent_kind):
     """One statement that writes a message under its parent as the session row says it (locked where
     the backend needs that), returning the parent it wrote. It writes nothing, and returns no row, for
     a repeated id, an unknown parent or a session gone; where the backend chains writes it moves the
@@ -96,32 +61,11 @@ def _append_statement(store_type, parent_kind):
     written, continues, known = _PARENTS[parent_kind]
     insert = (f"INSERT INTO messages ({', '.join(_MESSAGE_FIELDS)}) SELECT :pk, :id, {written}, :role, :parts, :text,"
               f" :created_at, :metadata, :tokens, {continues} FROM sessions WHERE pk = :pk{known}"
-              f"{store_type._FOR_UPDATE} ON CONFLICT (session_pk, id) DO NOTHING RETURNING parent_id")
-    if not store_type._CHAINED_WRITES:
+              f"{dialect.row_lock} ON CONFLICT (session_pk, id) DO NOTHING RETURNING parent_id")
+    if not dialect.chained_writes:
         return insert
     return (f"WITH added AS ({insert}) UPDATE sessions SET updated_at = :now, latest_message_id = :id FROM added"
             " WHERE pk = :pk RETURNING added.parent_id")
-
-
-def continuations(rows):
-    """The ``continues`` flag of each ``(session key, message)`` of ``rows``, written in this order: 1
-    for a message whose parent is the message of its session written just before it in ``rows``."""
-    flags, previous = [], {}
-    for pk, message in rows:
-        flags.append(int(message["parent_id"] is not None and message["parent_id"] == previous.get(pk)))
-        previous[pk] = message["id"]
-    return flags
-
-
-def _linked(rows, leaf_id):
-    """Whether rows that start with (id, parent_id) are the branch from a root down to ``leaf_id``, each
-    row the child of the one before: parent links decide a branch, so this lets a read trust the stretches."""
-    return (bool(rows) and rows[0][1] is None and rows[-1][0] == leaf_id
-            and [row[1] for row in rows[1:]] == [row[0] for row in rows[:-1]])
-
-
-def _assistant_turn(row):
-    return {"id": row[0], "role": "assistant", "metadata": read_json(row[2], dict, f"message {row[0]!r}", "metadata")}
 
 
 def _overlay_from_row(row):
@@ -176,9 +120,9 @@ class SqlSessionCatalog(Repository):
         filling the session until it ends, whether the session exists yet or not, so that what ``find``
         and ``message_ids`` answer stays true (an import reads what a session holds, then writes the
         rest). SQLite's write transaction holds the whole file already."""
-        if self._store._NAME_LOCK:
+        if self.dialect.name_lock:
             with self.transaction() as conn:
-                conn.execute(self._store._NAME_LOCK, {"name": dumps([tenant_id, agent_id, session_id])})
+                conn.execute(self.dialect.name_lock, {"name": dumps([tenant_id, agent_id, session_id])})
 
     def ensure(self, tenant_id, agent_id, session_id, metadata=None) -> int:
         """The key of a session, created (with ``metadata``) when it does not exist yet."""
@@ -205,7 +149,7 @@ class SqlSessionCatalog(Repository):
         latest = {pk: message["id"] for pk, message in rows}
         with self.transaction() as conn:
             insert_rows(conn, "messages", _MESSAGE_FIELDS,
-                        ((*message_row(self._store, pk, m, m["parent_id"]), continues)
+                        ((*message_row(self.dialect, pk, m, m["parent_id"]), continues)
                          for (pk, m), continues in zip(rows, continuations(rows))))
             now = utc_now_iso()
             conn.executemany(_POINT_TO_LATEST, [(now, message_id, pk) for pk, message_id in latest.items()])
@@ -214,8 +158,10 @@ class SqlSessionCatalog(Repository):
         """After an import that wrote ``written`` messages in multi-row statements, merge what the
         search index buffered for them, so the appends that follow do not pay for it (a backend whose
         index needs no such care does nothing)."""
-        if written >= SETTLE_SEARCH_AFTER:
-            self._store._settle_search("messages")
+        merge = self.dialect.search_merge("messages")
+        if written >= SETTLE_SEARCH_AFTER and merge is not None:
+            with self.transaction() as conn:
+                conn.execute(merge)
 
     def lay_out_branches(self) -> None:
         """Recompute every message's ``continues`` flag from the parent links (what ``memorylab check``
@@ -236,7 +182,7 @@ class SqlSessionCatalog(Repository):
         sessions is never read whole. A session whose row cannot be read is left out with a
         DamagedRowWarning (``memorylab check`` lists it)."""
         where, params = self._filters(tenant_id, agent_id, session_id, search)
-        params.update(limit=self._store._NO_LIMIT if limit is None else limit, offset=offset)
+        params.update(limit=self.dialect.no_limit if limit is None else limit, offset=offset)
         # The page is chosen first; its counts come from two aggregates over its own messages only.
         # Leaves = messages - messages that are somebody's parent (index-only, no per-message lookup).
         rows = self._all(
@@ -278,7 +224,7 @@ class SqlSessionCatalog(Repository):
                 where.append(f"s.{column} = :{column}")
                 params[column] = value
         if search:
-            title = self._store._json_text("s.metadata", "title")
+            title = self.dialect.json_text("s.metadata", "title")
             where.append(f"(lower(s.session_id) LIKE :search ESCAPE '\\' OR lower(COALESCE({title}, '')) LIKE :search"
                          " ESCAPE '\\')")
             params["search"] = f"%{like_literal(search.lower())}%"
@@ -304,7 +250,7 @@ class SqlSessionCatalog(Repository):
             ).fetchone()[0]
             flags = continuations([(pk, m) for m in messages])
             insert_rows(conn, "messages", _MESSAGE_FIELDS,
-                        ((*message_row(self._store, pk, m, m["parent_id"]), continues)
+                        ((*message_row(self.dialect, pk, m, m["parent_id"]), continues)
                          for m, continues in zip(messages, flags)))
             conn.execute("UPDATE sessions SET latest_message_id = ? WHERE pk = ?",
                          (messages[-1]["id"] if messages else None, pk))
@@ -328,31 +274,10 @@ class SqlSessionCatalog(Repository):
         return pk
 
 
-_IDS_PER_STATEMENT = 500
-_LINKS_PER_PAGE = 10_000
-_TEXT_ONLY = ({"type": "text"},)
-"""The parts of every message without a tool part in ``tool_outline`` (shared: read, never change)."""
 
 
-def _merged(stretches):
-    """Seq ranges, oldest first, with overlapping ones (flags damaged into a loop) made one."""
-    ranges = []
-    for first, last in sorted(stretches):
-        if ranges and first <= ranges[-1][1]:
-            ranges[-1] = (ranges[-1][0], max(last, ranges[-1][1]))
-        else:
-            ranges.append((first, last))
-    return ranges
 
 
-def _outline_parts(stored):
-    """A text-less message's parts for an outline; unreadable ones, or parts of a shape the engine
-    never writes, are drawn as no parts (a full read reports them)."""
-    try:
-        parts = json.loads(stored)
-    except (TypeError, ValueError, RecursionError):
-        return []
-    return parts if isinstance(parts, list) and parts_problem(parts) is None else []
 
 
 def _damage_named(read, where=""):
@@ -364,27 +289,26 @@ def _damage_named(read, where=""):
                               "--repair` sets them aside") from None
 
 
-class SqlSessionStorage(Repository):
+class SqlSessionStorage(BranchReads):
     """One session's rows: a tree of messages (each has a parent; the newest is where appends go by
     default), the compaction overlays on it, its status and its context blocks.
 
     Every write that depends on the tree's shape (append, update, delete, overlays) runs in one
-    transaction that locks the session first where the backend needs that (``_FOR_UPDATE``), so two
+    transaction that locks the session first where the backend needs that (``dialect.row_lock``), so two
     writers of one session take turns and the tree stays valid. Reads skip a damaged message row
     with a ``DamagedRowWarning`` instead of failing for the whole session.
     """
 
     def __init__(self, store, pk):
-        super().__init__(store)
-        self.pk = pk
+        super().__init__(store, pk)
         self.blocks = SessionBlocks(store, pk)
 
     def __repr__(self):
         return f"<SqlSessionStorage #{self.pk} of {self._store!r}>"
 
     def _lock(self, conn):
-        if self._store._FOR_UPDATE:
-            conn.execute(f"SELECT 1 FROM sessions WHERE pk = ?{self._store._FOR_UPDATE}", (self.pk,))
+        if self.dialect.row_lock:
+            conn.execute(f"SELECT 1 FROM sessions WHERE pk = ?{self.dialect.row_lock}", (self.pk,))
 
     # -- the session row -----------------------------------------------------------------------
 
@@ -426,9 +350,6 @@ class SqlSessionStorage(Repository):
         with self.transaction() as conn:
             conn.execute("DELETE FROM sessions WHERE pk = ?", (self.pk,))
 
-    def _name(self):
-        row = self._one("SELECT session_id FROM sessions WHERE pk = ?", (self.pk,))
-        return f"session {row['session_id']!r}" if row else f"session #{self.pk}"
 
     # -- messages -----------------------------------------------------------------------------
 
@@ -439,14 +360,14 @@ class SqlSessionStorage(Repository):
         the backend needs that, so two processes appending "under the latest leaf" at once still produce a
         valid tree.
         """
-        store, kind = self._store, "latest" if parent is LATEST_LEAF else "root" if parent is None else "given"
-        values = message_row(store, self.pk, message, None if parent is LATEST_LEAF else parent)
+        dialect, kind = self.dialect, "latest" if parent is LATEST_LEAF else "root" if parent is None else "given"
+        values = message_row(dialect, self.pk, message, None if parent is LATEST_LEAF else parent)
         params = dict(zip(_APPENDED_VALUES, values), now=utc_now_iso())
-        if store._CHAINED_WRITES:
-            row = store._write_one(_append_statement(type(store), kind), params)
+        if dialect.chained_writes:
+            row = self._store.write_one(_append_statement(dialect, kind), params)
         else:
             with self.transaction() as conn:
-                row = conn.execute(_append_statement(type(store), kind), params).fetchone()
+                row = conn.execute(_append_statement(dialect, kind), params).fetchone()
                 if row is not None:
                     conn.execute(_POINT_TO_LATEST, (params["now"], message["id"], self.pk))
         return self._not_appended(message, parent) if row is None else dict(message, parent_id=row[0])
@@ -480,13 +401,6 @@ class SqlSessionStorage(Repository):
             return None
         return _damage_named(lambda: message_from_row(row), f"{self._name()}, ")
 
-    def _messages(self, rows):
-        """Messages from rows of ``MESSAGE_COLUMNS``. A damaged row is left out with a
-        DamagedRowWarning naming it, so one bad row does not hide the rest of the session."""
-        try:
-            return Messages(messages_from_rows(rows))
-        except DamagedRowError:
-            return Messages(readable(rows, message_from_row, f"{self._name()}: "))
 
     def latest_leaf_id(self) -> str | None:
         row = self._one("SELECT latest_message_id FROM sessions WHERE pk = ?", (self.pk,))
@@ -500,45 +414,9 @@ class SqlSessionStorage(Repository):
             {"pk": self.pk, "now": utc_now_iso()},
         )
 
-    def path(self, leaf_id) -> Messages:
-        """Messages from the root down to ``leaf_id``."""
-        return self._messages(self._branch_rows(leaf_id, _M_COLUMNS))
 
-    def assistant_turns(self, leaf_id) -> list[dict]:
-        """``{"id", "role", "metadata"}`` of each assistant message from the root down to ``leaf_id``,
-        decoding no parts: what the prompt-cache report walks, a fraction of reading the branch. A
-        message whose metadata cannot be read is left out with a DamagedRowWarning."""
-        rows = self._branch_rows(leaf_id, "m.id, m.parent_id, CASE WHEN m.role = 'assistant' THEN m.metadata END")
-        return readable((row for row in rows if row[2] is not None), _assistant_turn, f"{self._name()}: ")
 
-    def path_stats(self, leaf_id) -> tuple[int, int]:
-        """(length, stored token sum) of the path ending at ``leaf_id``, without decoding messages."""
-        rows = self._branch_rows(leaf_id, "m.id, m.parent_id, m.tokens")
-        return len(rows), sum(row[2] for row in rows)
 
-    def _branch_rows(self, leaf_id, columns):
-        """Rows of ``columns`` of ``m`` (id and parent_id first) from the root down to ``leaf_id``: a range
-        of each stretch of the branch, or, where those do not link up (a stale flag, a broken parent
-        link), a walk up the parent links."""
-        params = {"pk": self.pk, "leaf": leaf_id}
-        stretches = self._all(f"{_STRETCHES} SELECT first_seq, last_seq FROM stretches", params)
-        if len(stretches) == 1:  # a branch never forked from: one range of the table, read in order, no sort
-            rows = self._store._all_tuples(
-                f"SELECT {columns} FROM messages m WHERE {self._store._session_rows_between('m', ':low', ':high')}"
-                " ORDER BY m.seq",
-                {"pk": self.pk, "low": stretches[0][0], "high": stretches[0][1]},
-            )
-        else:
-            rows = self._store._all_tuples(
-                f"{_STRETCHES} SELECT {columns} FROM messages m WHERE {_on_branch(self._store)} ORDER BY m.seq",
-                params,
-            )
-        if _linked(rows, leaf_id):
-            return rows
-        return self._all(
-            f"{_PATH} SELECT {columns} FROM path JOIN messages m ON m.seq = path.seq ORDER BY path.depth DESC",
-            dict(params, max_depth=_MAX_DEPTH),
-        )
 
     def children(self, message_id) -> Messages:
         """The messages under ``message_id`` (None: the roots), oldest first."""
@@ -587,18 +465,6 @@ class SqlSessionStorage(Repository):
         rows = self._all(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? ORDER BY seq", (self.pk,))
         return self._messages(rows)
 
-    def outline(self) -> list[dict]:
-        """Every message as a tree drawing needs it, in insertion order: id, parent, role, tokens, time
-        (metadata left empty) and its parts. Only messages without text or with a tool part have their
-        stored parts decoded; the others get their stored text as one text part, so outlining 20,000
-        messages skips most of the JSON a full read decodes."""
-        rows = self._store._all_tuples(
-            "SELECT id, parent_id, role, tokens, created_at, text,"
-            f" CASE WHEN text = '' OR {HAS_TOOL_PART} THEN parts END"
-            " FROM messages WHERE session_pk = ? ORDER BY seq", (self.pk,))
-        return [{"id": message_id, "parent_id": parent_id, "role": role, "tokens": tokens, "created_at": created_at,
-                 "metadata": {}, "parts": [{"type": "text", "text": text}] if parts is None else _outline_parts(parts)}
-                for message_id, parent_id, role, tokens, created_at, text, parts in rows]
 
     def count(self) -> int:
         return self._one("SELECT COUNT(*) AS n FROM messages WHERE session_pk = ?", (self.pk,))["n"]
@@ -615,7 +481,7 @@ class SqlSessionStorage(Repository):
                 "UPDATE messages SET role = ?, parts = ?, text = ?, created_at = ?, metadata = ?, tokens = ?"
                 " WHERE session_pk = ? AND id = ?",
                 (
-                    message["role"], dumps(message["parts"]), self._store._searchable(message_text(message)),
+                    message["role"], dumps(message["parts"]), self.dialect.searchable(message_text(message)),
                     message["created_at"], dumps(message["metadata"]), message["tokens"],
                     self.pk, message["id"],
                 ),
@@ -746,99 +612,18 @@ class SqlSessionStorage(Repository):
         return [dict(row) for row in rows]
 
     def pinned_ids(self) -> frozenset:
-        return frozenset(row[0] for row in self._store._all_tuples(
+        return frozenset(row[0] for row in self._tuples(
             "SELECT message_id FROM message_pins WHERE session_pk = ?", (self.pk,)))
 
     # -- paged reads -----------------------------------------------------------------------------
     # A long branch or session read a page at a time (``memorylab.history.paged``): first where its
     # rows are (a few seq ranges, or the seqs of a parent walk), then one page of rows per statement.
 
-    def branch_ranges(self, leaf_id) -> list[tuple[int, int]] | None:
-        """The seq ranges, oldest first, whose rows of this session are exactly the branch ending at
-        ``leaf_id`` (``[]`` for an unknown leaf); None where its stretches do not link up (a stale flag,
-        a broken parent link), whose branch ``branch_seqs`` walks instead. The links are checked as
-        ``_linked`` checks them, on ids and parents read a page at a time."""
-        stretches = self._store._all_tuples(f"{_STRETCHES} SELECT first_seq, last_seq FROM stretches",
-                                            {"pk": self.pk, "leaf": leaf_id})
-        if not stretches or any(first is None for first, _ in stretches):
-            return [] if not stretches else None
-        ranges, above = _merged(stretches), None
-        for low, high in ranges:
-            for page in self._rows_between(low, high, "m.id, m.parent_id", _LINKS_PER_PAGE):
-                for _, message_id, parent_id in page:
-                    if parent_id != above:
-                        return None
-                    above = message_id
-        return ranges if above == leaf_id else None
 
-    def branch_seqs(self, leaf_id) -> list[int]:
-        """The seqs of the branch ending at ``leaf_id``, root first, found one parent link at a time."""
-        rows = self._store._all_tuples(f"{_PATH} SELECT path.seq FROM path ORDER BY path.depth DESC",
-                                       {"pk": self.pk, "leaf": leaf_id, "max_depth": _MAX_DEPTH})
-        return [row[0] for row in rows]
 
-    def seq_span(self) -> tuple[int, int] | None:
-        """The seqs of the session's first and last messages; None when it has none."""
-        low, high = self._store._all_tuples(
-            "SELECT MIN(seq), MAX(seq) FROM messages WHERE session_pk = ?", (self.pk,))[0]
-        return None if low is None else (low, high)
 
-    def messages_between(self, low, high, *, page_size=1000) -> Iterator[Messages]:
-        """The messages with seq in ``low .. high``, oldest first, in pages of at most ``page_size``."""
-        for rows in self._rows_between(low, high, _M_COLUMNS, page_size):
-            yield self._messages([row[1:] for row in rows])
 
-    def _rows_between(self, low, high, columns, page_size):
-        """Lists of (seq, *``columns`` of ``m``) with seq in ``low .. high``: each list starts after the
-        last seq read (a keyset), so a page costs its own rows and no more."""
-        sql = (f"SELECT m.seq, {columns} FROM messages m WHERE"
-               f" {self._store._session_rows_between('m', ':low', ':high')} ORDER BY m.seq LIMIT :page")
-        while low <= high:
-            rows = self._store._all_tuples(sql, {"pk": self.pk, "low": low, "high": high, "page": page_size})
-            if rows:
-                yield rows
-            if len(rows) < page_size:
-                return
-            low = rows[-1][0] + 1
 
-    def messages_at(self, seqs) -> Messages:
-        """The messages at ``seqs`` (a page of a walked branch), in that order."""
-        if not seqs:
-            return Messages()
-        rows = self._store._all_tuples(
-            f"SELECT seq, {MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? AND seq IN ({', '.join('?' * len(seqs))})",
-            (self.pk, *seqs))
-        by_seq = {row[0]: row[1:] for row in rows}
-        return self._messages([by_seq[seq] for seq in seqs if seq in by_seq])
 
-    def located(self, message_ids) -> dict[str, tuple[int, Message]]:
-        """``{id: (seq, message)}`` of the readable messages among ``message_ids`` (a few: overlay ends,
-        pins). A damaged one is left out without a word: the read that reaches it reports it."""
-        ids, found = list(dict.fromkeys(message_ids)), {}
-        for start in range(0, len(ids), _IDS_PER_STATEMENT):
-            chunk = ids[start:start + _IDS_PER_STATEMENT]
-            rows = self._store._all_tuples(
-                f"SELECT seq, {MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? AND id IN ({', '.join('?' * len(chunk))})",
-                (self.pk, *chunk))
-            for seq, *row in rows:
-                try:
-                    found[row[0]] = (seq, message_from_row(row))
-                except DamagedRowError:
-                    continue
-        return found
 
-    def has_tool_parts(self) -> bool:
-        """Whether any message of the session holds a tool part (what ``tool_outline`` decodes)."""
-        return bool(self._one(f"SELECT EXISTS (SELECT 1 FROM messages WHERE session_pk = ? AND {HAS_TOOL_PART})"
-                              " AS found", (self.pk,))["found"])
 
-    def tool_outline(self) -> Iterator[tuple]:
-        """(id, parent id, role, parts) of every message, in insertion order, read a page at a time and
-        held by nobody: what the tool-pair lint takes in. Only a message with a tool part has its parts
-        decoded; every other one shares a single text part with no text."""
-        span = self.seq_span()
-        pages = self._rows_between(*span, f"m.id, m.parent_id, m.role, CASE WHEN m.{HAS_TOOL_PART} THEN m.parts END",
-                                   _LINKS_PER_PAGE) if span else ()
-        for page in pages:
-            for _, message_id, parent_id, role, parts in page:
-                yield message_id, parent_id, role, _TEXT_ONLY if parts is None else _outline_parts(parts)

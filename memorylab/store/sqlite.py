@@ -19,10 +19,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import NotAStoreError, StoreBusyError, StoreError, StoreFullError, StoreReadOnlyError
-from .core import SNIPPET_MARKS, SearchEngine, Store, unstorable
+from .core import Store
+from .dialect import SNIPPET_MARKS, Dialect, SearchEngine, unstorable
 from .ddl import SQLiteDDL
 from .fts import FullText, fts_query
 from .integrity import SQLiteIntegrity
@@ -126,12 +127,72 @@ def _fetch_tuples(cursor):
     return cursor.fetchall()
 
 
+class SQLiteDialect(Dialect):
+    """SQLite's SQL: FTS5, julianday, json1, GLOB; its writers queue for the whole file, so no row locks."""
+
+    name = "sqlite"
+    search_engine = SearchEngine("fts5", "SQLite FTS5, ranked by BM25")
+    no_limit = -1
+
+    def full_text(self, kind, query, *, any_word=False, prefixes=True):
+        match = fts_query(query, any_word=any_word, prefixes=prefixes)
+        return None if match is None else (_FULL_TEXT[kind], match)
+
+    def search_merge(self, table):
+        """FTS5 writes a segment per insert statement; 'optimize' merges them into one."""
+        return f"INSERT INTO {table}_fts({table}_fts) VALUES('optimize')"
+
+    def instant(self, expression):
+        # julianday reads every ISO-8601 spelling of one instant as the same number.
+        return f"julianday({expression})"
+
+    def session_rows_between(self, alias, low, high):
+        """Read as one range of the table's key: the unary plus keeps the planner off the indexes that
+        start with ``session_pk``, through which it would read the whole session for each range."""
+        return f"{alias}.seq BETWEEN {low} AND {high} AND +{alias}.session_pk = :pk"
+
+    def json_text(self, expression, key):
+        # Damaged JSON reads as no value rather than failing the whole query (json_extract raises).
+        return f"CASE WHEN json_valid({expression}) THEN json_extract({expression}, '$.{key}') END"
+
+    def json_values(self, expression, alias):
+        return f"json_each({expression}) AS {alias}"
+
+    def json_words(self, expression):
+        return sqlite_json_words(expression)
+
+    def glob(self, column, parameter):
+        return f"{column} GLOB {parameter}"
+
+    def glob_pattern(self, pattern):
+        """Only ``[`` would mean something more to GLOB, so it is made literal."""
+        return pattern.replace("[", "[[]")
+
+    def error(self, error, *, where, timeout):
+        if isinstance(error, UnicodeEncodeError):
+            return unstorable(error, "SQLite")
+        message = _fault(error)
+        if message.startswith("database is locked"):  # SQLite's busy handler has retried for ``timeout`` s
+            return StoreBusyError(
+                f"{where} stayed locked by another writer for {timeout:g} s (a long import or "
+                "compaction, or another process); nothing was changed. Retry when it has finished, or open "
+                "the Store with a larger timeout="
+            )
+        for start, kind, what, advice in _FAULTS:
+            if message.startswith(start):
+                return kind(f"{where} {what} ({message}): {advice}")
+        return StoreError(f"{where}: SQLite refused the statement ({message}); if the file was changed outside "
+                          "memorylab, `memorylab check` says what is wrong")
+
+
+SQLITE = SQLiteDialect()
+
+
 class SQLiteStore(Store):
     """``Store("lab.db")``, ``Store("lab.db", read_only=True)`` or ``Store(":memory:")``."""
 
-    _NO_LIMIT = -1
+    dialect = SQLITE
     _INTEGRITY = SQLiteIntegrity
-    search_engine = SearchEngine("fts5", "SQLite FTS5, ranked by BM25")
 
     def __init__(self, path=":memory:", *, timeout=30.0, read_only=False):
         self.path = str(path)
@@ -358,78 +419,24 @@ class SQLiteStore(Store):
             raise self._clear_error(error) from error
 
     def _clear_error(self, error):
-        """The MemoryLabError for a failed statement: what it says about the file, and what to do."""
-        if isinstance(error, UnicodeEncodeError):
-            return unstorable(error, "SQLite")
-        message = _fault(error)
-        if message.startswith("database is locked"):  # SQLite's busy handler has retried for ``timeout`` s
-            return StoreBusyError(
-                f"{self.path} stayed locked by another writer for {self._timeout:g} s (a long import or "
-                "compaction, or another process); nothing was changed. Retry when it has finished, or open "
-                "the Store with a larger timeout="
-            )
-        if message.startswith(_READ_ONLY) and self._opened_read_only:
+        """The MemoryLabError for a failed statement: what it says about the file, and what to do (a
+        store opened read-only says why it was)."""
+        if not isinstance(error, UnicodeEncodeError) and _fault(error).startswith(_READ_ONLY) \
+                and self._opened_read_only:
             kind, what, advice = _OPENED_READ_ONLY[self._opened_read_only]
-            return kind(f"{self.path} {what} ({message}): {advice}")
-        for start, kind, what, advice in _FAULTS:
-            if message.startswith(start):
-                return kind(f"{self.path} {what} ({message}): {advice}")
-        return StoreError(f"{self.path}: SQLite refused the statement ({message}); if the file was changed outside "
-                          "memorylab, `memorylab check` says what is wrong")
+            return kind(f"{self.path} {what} ({_fault(error)}): {advice}")
+        return SQLITE.error(error, where=self.path, timeout=self._timeout)
 
-    def _one(self, sql, params=()):
+    def fetch_one(self, sql, params=()) -> Any:
         with self._reading() as conn:
             return self._run(conn, sql, params, sqlite3.Cursor.fetchone)
 
-    def _all(self, sql, params=()):
+    def fetch_all(self, sql, params=()) -> list:
         with self._reading() as conn:
             return self._run(conn, sql, params, sqlite3.Cursor.fetchall)
 
-    def _all_tuples(self, sql, params=()):
-        """``_all`` as plain tuples, for reads of thousands of rows unpacked by position: making a
-        ``sqlite3.Row`` for each was a tenth of reading a 10,000-message branch."""
+    def fetch_tuples(self, sql, params=()) -> list[tuple]:
+        """``fetch_all`` as plain tuples: making a ``sqlite3.Row`` for each was a tenth of reading a
+        10,000-message branch."""
         with self._reading() as conn:
             return self._run(conn, sql, params, _fetch_tuples)
-
-    # -- dialect --------------------------------------------------------------------------------
-
-    def _settle_search(self, table):
-        """FTS5 writes a segment per insert statement; 'optimize' merges them into one."""
-        with self.transaction() as conn:
-            conn.execute(f"INSERT INTO {table}_fts({table}_fts) VALUES('optimize')")
-
-    def _full_text(self, kind, query, *, any_word=False, prefixes=True):
-        match = fts_query(query, any_word=any_word, prefixes=prefixes)
-        return None if match is None else (_FULL_TEXT[kind], match)
-
-    @staticmethod
-    def _instant(expression):
-        # julianday reads every ISO-8601 spelling of one instant as the same number.
-        return f"julianday({expression})"
-
-    @staticmethod
-    def _session_rows_between(alias, low, high):
-        """``alias``'s rows of session ``:pk`` with seq in ``low .. high``, read as one range of the table's
-        key: the unary plus keeps the planner off the indexes that start with ``session_pk``, through
-        which it would read the whole session for each range."""
-        return f"{alias}.seq BETWEEN {low} AND {high} AND +{alias}.session_pk = :pk"
-
-    @staticmethod
-    def _json_text(expression, key):
-        # Damaged JSON reads as no value rather than failing the whole query (json_extract raises).
-        return f"CASE WHEN json_valid({expression}) THEN json_extract({expression}, '$.{key}') END"
-
-    @staticmethod
-    def _json_values(expression, alias):
-        return f"json_each({expression}) AS {alias}"
-
-    _json_words = staticmethod(sqlite_json_words)
-
-    @staticmethod
-    def _glob(column, parameter):
-        return f"{column} GLOB {parameter}"
-
-    @staticmethod
-    def _glob_pattern(pattern):
-        """A ``*``/``?`` glob as a SQLite GLOB: only ``[`` would mean something more, so it is made literal."""
-        return pattern.replace("[", "[[]")

@@ -195,7 +195,7 @@ def test_a_read_only_database_is_checked_without_writing_and_says_what_it_could_
 def test_a_read_only_connection_still_finds_a_damaged_index(healthy):
     unindex_message(str(healthy))
     with Store(healthy) as store:
-        store._one("PRAGMA query_only = ON")  # root ignores file permissions: SQLite's own read-only switch
+        store.fetch_one("PRAGMA query_only = ON")  # root ignores file permissions: SQLite's own read-only switch
         found = {(f.check, f.severity) for f in check_database(store).findings}
     assert found == {("full-text", ERROR), ("full-text", NOTE)}
 

@@ -78,7 +78,7 @@ def test_two_trials_started_at_once_take_their_own_numbers_and_keep_every_run(st
 
 def blocked_behind(monitor, pid):
     """Whether a connection of the server waits on a lock that the connection ``pid`` holds."""
-    return monitor._one("SELECT COUNT(*) FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))", (pid,))[0] > 0
+    return monitor.fetch_one("SELECT COUNT(*) FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))", (pid,))[0] > 0
 
 
 def test_two_imports_of_one_file_at_once_write_it_once(store, store_target, backend, tmp_path):
@@ -91,7 +91,7 @@ def test_two_imports_of_one_file_at_once_write_it_once(store, store_target, back
         first_in_transaction.set()
         assert second_started.wait(PATIENCE)
         if backend == "postgres":
-            pid = own_stores["first"]._one("SELECT pg_backend_pid()")[0]  # its transaction's connection
+            pid = own_stores["first"].fetch_one("SELECT pg_backend_pid()")[0]  # its transaction's connection
             deadline = time.monotonic() + PATIENCE
             with Store(store_target) as monitor:
                 while not blocked_behind(monitor, pid):

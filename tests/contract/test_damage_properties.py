@@ -50,7 +50,7 @@ def stored_documents(store):
     documents = []
     for table, kinds in JSON_KINDS.items():
         key = KEYS[table]
-        for row in store._all(f"SELECT {', '.join(key + tuple(kinds))} FROM {table}"):
+        for row in store.fetch_all(f"SELECT {', '.join(key + tuple(kinds))} FROM {table}"):
             documents.extend((table, {c: row[c] for c in key}, column, row[column])
                              for column in kinds if row[column] is not None)
     return documents
@@ -79,16 +79,16 @@ def read_everything(store, sessions):
             readings[("export", session_id)] = export_session(session)
         except DamagedRowError as error:
             readings[("export", session_id)] = str(error)
-    for entry in store._all("SELECT DISTINCT tenant_id, namespace FROM kv_entries"):
+    for entry in store.fetch_all("SELECT DISTINCT tenant_id, namespace FROM kv_entries"):
         kv = KVStore(store, tenant_id=entry["tenant_id"], namespace=entry["namespace"])
         readings[("kv", entry["tenant_id"], entry["namespace"])] = kv.get_all()
-    for row in store._all("SELECT DISTINCT workspace FROM memory_records"):
+    for row in store.fetch_all("SELECT DISTINCT workspace FROM memory_records"):
         readings[("records", row["workspace"])] = LongTermMemory(store, workspace=row["workspace"]).records()
     try:
         readings["experiment"] = store.experiments.definition("default", "damage")
     except DamagedRowError as error:  # a definition is read whole or refused, naming the damaged row
         readings["experiment"] = str(error)
-    readings["runs"] = store.experiments.runs(store._one("SELECT pk FROM experiments")["pk"], with_context=True)
+    readings["runs"] = store.experiments.runs(store.fetch_one("SELECT pk FROM experiments")["pk"], with_context=True)
     return readings
 
 
@@ -133,7 +133,7 @@ def test_one_damaged_document_costs_its_row_only_and_check_finds_and_sets_aside_
         report = check_database(filled)
         assert [f for f in report.findings if f.severity == ERROR] == []
         assert filled.integrity.damaged_rows() == []
-        kept = filled._all("SELECT table_name, row_key FROM quarantine ORDER BY pk")
+        kept = filled.fetch_all("SELECT table_name, row_key FROM quarantine ORDER BY pk")
         assert (kept[0]["table_name"], kept[0]["row_key"]) == (table, key_text(key))
         raise RolledBack
 
@@ -145,14 +145,14 @@ def key_text(key):
 def touched_by(table, key, store):
     """The readings a damaged row of ``table`` may change: those of its own session, or of its kind."""
     if table in ("sessions", "messages", "compactions"):
-        pk = key["pk"] if table == "sessions" else key.get("session_pk") or store._one(
+        pk = key["pk"] if table == "sessions" else key.get("session_pk") or store.fetch_one(
             "SELECT session_pk FROM messages WHERE seq = ?", (key["seq"],))["session_pk"]
-        session_id = store._one("SELECT session_id FROM sessions WHERE pk = ?", (pk,))["session_id"]
+        session_id = store.fetch_one("SELECT session_id FROM sessions WHERE pk = ?", (pk,))["session_id"]
         return {(what, session_id) for what in ("messages", "history", "export")} | (
             {"sessions"} if table == "sessions" else set())
     if table == "kv_entries":
-        return {("kv", r["tenant_id"], r["namespace"]) for r in store._all(
+        return {("kv", r["tenant_id"], r["namespace"]) for r in store.fetch_all(
             "SELECT DISTINCT tenant_id, namespace FROM kv_entries")}
     if table == "memory_records":
-        return {("records", r["workspace"]) for r in store._all("SELECT DISTINCT workspace FROM memory_records")}
+        return {("records", r["workspace"]) for r in store.fetch_all("SELECT DISTINCT workspace FROM memory_records")}
     return {"runs"} if table == "experiment_runs" else {"experiment"}

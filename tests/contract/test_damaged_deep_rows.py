@@ -57,7 +57,7 @@ def test_check_lists_the_deep_message_and_repair_sets_it_aside(damaged, store_ta
     assert "set aside message 'm2'" in capsys.readouterr().out
     assert ids(session.get_history()) == ["m1", "m3"]
     assert [row["table_name"] for row in Quarantine(session.store).rows()] == ["messages"]
-    assert json.loads(session.store._one("SELECT row FROM quarantine")["row"])[column] == DEEP
+    assert json.loads(session.store.fetch_one("SELECT row FROM quarantine")["row"])[column] == DEEP
     assert check_database(session.store).ok
 
 

@@ -202,7 +202,7 @@ def test_repair_sets_a_message_aside_reattaches_its_children_and_keeps_what_name
     assert [(row["table_name"], row["row_key"]) for row in kept][1:] == [
         ("compactions", '{"session_pk":%d,"id":1}' % two_sessions.pk),
         ("message_pins", '{"session_pk":%d,"message_id":"m2"}' % two_sessions.pk)]
-    whole = json.loads(store._one("SELECT row FROM quarantine WHERE pk = 1")["row"])
+    whole = json.loads(store.fetch_one("SELECT row FROM quarantine WHERE pk = 1")["row"])
     assert whole["metadata"] == "not json" and whole["parts"] == '[{"type":"text","text":"words of m2"}]'
     assert check_database(store).ok
 

@@ -96,7 +96,7 @@ def test_a_write_to_a_read_only_database_is_a_store_error_and_reads_go_on(db_pat
         session = Session.create(store, "s")
         session.append_message(text_message("m1", "hello"))
         # Root ignores file permissions, so the connection is made read-only as SQLite itself does it.
-        store._one("PRAGMA query_only = ON")
+        store.fetch_one("PRAGMA query_only = ON")
         with pytest.raises(StoreError, match="cannot be written") as raised:
             session.append_message(text_message("m2", "again"))
         assert_chained(raised.value)
@@ -107,12 +107,12 @@ def test_a_full_disk_is_a_store_error_and_nothing_is_half_written(db_path):
     with Store(db_path) as store:
         session = Session.create(store, "s")
         session.append_message(text_message("m1", "hello"))
-        pages = store._one("PRAGMA page_count")[0]
-        store._one(f"PRAGMA max_page_count = {pages}")  # the file may not grow: a disk with no room left
+        pages = store.fetch_one("PRAGMA page_count")[0]
+        store.fetch_one(f"PRAGMA max_page_count = {pages}")  # the file may not grow: a disk with no room left
         with pytest.raises(StoreError, match="full") as raised:
             session.append_message(text_message("m2", "x" * 200_000))
         assert_chained(raised.value)
-        store._one("PRAGMA max_page_count = 1073741823")
+        store.fetch_one("PRAGMA max_page_count = 1073741823")
         session.append_message(text_message("m3", "room again"))
         assert [m["id"] for m in session.get_history()] == ["m1", "m3"]
 

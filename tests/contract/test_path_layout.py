@@ -18,7 +18,7 @@ WALK = "path(seq, parent_id, depth)"
 
 def continuing(store, session):
     """The ids of the session's messages flagged as continuing the message stored before them."""
-    return {row[0] for row in store._all("SELECT id FROM messages WHERE session_pk = ? AND continues = 1",
+    return {row[0] for row in store.fetch_all("SELECT id FROM messages WHERE session_pk = ? AND continues = 1",
                                          (session.pk,))}
 
 

@@ -26,7 +26,7 @@ DAMAGED_METADATA = {
 
 
 def rows_of(store):
-    return store._all_tuples(f"SELECT {MESSAGE_COLUMNS} FROM messages ORDER BY seq")
+    return store.fetch_tuples(f"SELECT {MESSAGE_COLUMNS} FROM messages ORDER BY seq")
 
 
 def stored_as_is(row):

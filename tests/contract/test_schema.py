@@ -82,7 +82,7 @@ def test_a_store_written_by_the_release_opens_reads_and_writes(backend, release_
         assert [m["id"] for m in trip.get_all_messages()] == ["r1", "a1", "u2", "u2b", "u3"]
         assert [m["id"] for m in trip.get_history("u3", apply_compactions=False)] == ["r1", "a1", "u2", "u3"]
         assert [m["id"] for m in trip.get_history("u2b", apply_compactions=False)] == ["r1", "a1", "u2b"]
-        continuing = {row[0] for row in store._all(
+        continuing = {row[0] for row in store.fetch_all(
             "SELECT id FROM messages WHERE session_pk = ? AND continues = 1", (trip.pk,))}
         assert continuing == {"a1", "u2"}, "m007 laid the branches out"
         assert [hit["id"] for hit in trip.search("cafe")] == ["r1"]

@@ -104,9 +104,9 @@ def test_an_import_leaves_the_sqlite_search_index_merged_so_later_appends_do_not
     export = {"format": "memorylab.session", "version": 1, "session": {"id": "big"}, "messages": messages}
     with Store(db_path) as store:
         import_session(store, export)
-        segments = store._one("SELECT COUNT(DISTINCT segid) AS n FROM messages_fts_idx")["n"]
+        segments = store.fetch_one("SELECT COUNT(DISTINCT segid) AS n FROM messages_fts_idx")["n"]
         assert segments == 1
         assert len(store.search("quokka", tenant_id="default", limit=5000)) == 2_500
         small = {**export, "session": {"id": "small"}, "messages": messages[:10]}
         import_session(store, small)
-        assert store._one("SELECT COUNT(DISTINCT segid) AS n FROM messages_fts_idx")["n"] == 2
+        assert store.fetch_one("SELECT COUNT(DISTINCT segid) AS n FROM messages_fts_idx")["n"] == 2

@@ -87,10 +87,10 @@ def test_tables_name_every_column_of_the_sqlite_schema(tmp_path):
     """A migration that adds a column or a table fails here until ``TABLES`` copies it."""
     with Store(tmp_path / "schema.db") as store:
         fts = tuple(index["index"] for index in store.integrity.fts_indexes())
-        names = {row["name"] for row in store._all("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        names = {row["name"] for row in store.fetch_all("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert {name for name in names if not name.startswith(("sqlite_", *fts))} == set(TABLES)
         for table in TABLES:
-            info = store._all(f"PRAGMA table_info({table})")
+            info = store.fetch_all(f"PRAGMA table_info({table})")
             assert {row["name"] for row in info} == set(table_columns(table)), table
             key = tuple(row["name"] for row in sorted(info, key=lambda r: r["pk"]) if row["pk"])
             assert key == TABLES[table][0], table
@@ -98,7 +98,7 @@ def test_tables_name_every_column_of_the_sqlite_schema(tmp_path):
 
 def test_tables_name_every_column_of_the_postgres_schema(postgres_url):
     with Store(postgres_url) as store:
-        rows = store._all("SELECT table_name, column_name, is_generated FROM information_schema.columns"
+        rows = store.fetch_all("SELECT table_name, column_name, is_generated FROM information_schema.columns"
                           " WHERE table_schema = current_schema() AND table_name != 'memorylab_schema'")
     stored = {}
     for row in rows:

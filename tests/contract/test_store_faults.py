@@ -60,7 +60,7 @@ def warm_pool(store, connections=6):
     def hold_one(_):
         with store.snapshot():
             barrier.wait(timeout=10)
-            return store._one("SELECT 1")[0]
+            return store.fetch_one("SELECT 1")[0]
 
     with ThreadPoolExecutor(connections) as pool:
         assert list(pool.map(hold_one, range(connections))) == [1] * connections
@@ -125,14 +125,14 @@ def test_a_full_disk_is_a_full_store_error_nothing_is_written_and_freeing_space_
     with Store(db_path) as store:
         session = Session.create(store, "s")
         session.append_message(text_message("m1", "hello"))
-        pages = store._one("PRAGMA page_count")[0]
+        pages = store.fetch_one("PRAGMA page_count")[0]
         # The writer connection may not grow the file: SQLite's own "database or disk is full".
         store._conn.execute(f"PRAGMA max_page_count = {pages}")
         with pytest.raises(StoreFullError, match="nothing was written; free some space and retry") as raised:
             session.append_message(text_message("m2", "x" * 200_000))
         assert isinstance(raised.value, StoreError)
         assert [m["id"] for m in session.get_history()] == ["m1"]
-        assert store._one("PRAGMA page_count")[0] == pages
+        assert store.fetch_one("PRAGMA page_count")[0] == pages
         store._conn.execute("PRAGMA max_page_count = 1073741823")
         session.append_message(text_message("m2", "x" * 200_000))
         assert [m["id"] for m in session.get_history()] == ["m1", "m2"]

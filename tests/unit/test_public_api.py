@@ -82,7 +82,7 @@ def test_every_public_function_says_what_it_returns():
 
 def test_every_public_method_says_what_it_returns():
     members = public_members()
-    assert {"Session.get_history", "Store.search", "SqlSessionStorage.path", "SessionBlocks.all",
+    assert {"Session.get_history", "Store.search", "SqlSessionStorage.append", "BranchReads.path", "SessionBlocks.all",
             "PostgresIntegrity.fts_indexes", "Repository.transaction", "ContextWindow.load_json",
             "Tool.execute"} <= set(members)
     assert unannotated(members) == []
