@@ -9,8 +9,8 @@ import streamlit as st
 
 from memorylab import MemoryLabError, Session
 from memorylab.audit import iter_store_audits, retention_totals
-from memorylab.lab.frames import audit_table, worst_first
-from memorylab.lab.viz import retention_figure
+from memorylab.display.frames import audit_table, worst_first
+from memorylab.display.viz import retention_figure
 from pages.audit_panel import dropped_panel, open_on_tree
 from pages.common import (damaged_row_skipped, database_target, link_to, recording_damaged_rows, selected_rows,
                           setup_page, table_key)

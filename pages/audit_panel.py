@@ -8,7 +8,7 @@ import streamlit as st
 
 from memorylab.audit import KINDS, audit_proposal, audit_session
 from memorylab.history.overlays import SUMMARY_ID_PREFIX
-from memorylab.lab.frames import to_dataframe
+from memorylab.display.frames import to_dataframe
 from pages.common import branch_key, open_message
 
 SHOWN_PER_KIND = 5

@@ -12,7 +12,7 @@ if session is None:
 
 from memorylab.llm.chat import ChatRunner, chat_errors  # noqa: E402  (after the page shows: it loads the model layer)
 from memorylab.memory.longterm import LongTermMemory  # noqa: E402
-from memorylab.lab.samples import LONGTERM_WORKSPACE  # noqa: E402
+from memorylab.samples import LONGTERM_WORKSPACE  # noqa: E402
 from memorylab.llm.prompt_cache import prompt_cache_report, turn_cache_caption  # noqa: E402
 from pages.replay_panel import render_replay  # noqa: E402
 

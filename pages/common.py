@@ -18,7 +18,7 @@ import streamlit as st
 from memorylab import DamagedRowError, MemoryLabError, NotFoundError, Session, Store, load_samples
 from memorylab.errors import DamagedRowWarning
 from memorylab.store.compare_and_set import StaleWriteError
-from memorylab.lab.samples import with_sample_context
+from memorylab.samples import with_sample_context
 from memorylab.llm.api_hosts import api_base_host
 from memorylab.shapes import SessionRows
 from memorylab.store import is_postgres_url

@@ -5,9 +5,9 @@ from memorylab import MemoryLabError, plan_compaction, truncate_older_messages
 from memorylab.experiments import Experiments, default_tail_budget
 from memorylab.history.compaction import DEFAULT_SUMMARY_TEMPLATE
 from memorylab.history.truncation import stored_bytes
-from memorylab.lab.frames import to_dataframe
-from memorylab.lab.samples import sample_facts
-from memorylab.lab.viz import compaction_figure
+from memorylab.display.frames import to_dataframe
+from memorylab.samples import sample_facts
+from memorylab.display.viz import compaction_figure
 from pages.audit_panel import audit_caption, dropped_panel, proposal_audit, session_audits
 from pages.common import (active_leaf, branch_history, branch_key, changed_since_loaded, completion_settings, link_to,
                           session_page, sidebar_api_hosts)

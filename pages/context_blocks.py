@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from memorylab import MemoryLabError
-from memorylab.lab.viz import budget_figure
+from memorylab.display.viz import budget_figure
 from pages.common import changed_since_loaded, guarded_save, loaded_version, session_page
 
 store, session = session_page(

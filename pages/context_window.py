@@ -2,7 +2,7 @@ import pandas as pd
 import streamlit as st
 
 from memorylab.history.budget import HistoryBudget, prompt_and_tool_rows
-from memorylab.lab.viz import context_window_figure, prompt_cache_figure
+from memorylab.display.viz import context_window_figure, prompt_cache_figure
 from memorylab.llm.models import KEYED_PROVIDERS
 from memorylab.llm.prompt_cache import dollars, prompt_cache_report
 from pages.common import active_leaf, branch_history, branch_key, session_page

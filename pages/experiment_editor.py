@@ -20,7 +20,7 @@ from memorylab import MemoryLabError, Session
 from memorylab.experiments import PROBE_KINDS, STRATEGY_DEFAULTS, STRATEGY_HELP, Arm, plan_for, propose_probes
 from memorylab.experiments.spec import AUTO
 from memorylab.history.compaction import DEFAULT_SUMMARY_TEMPLATE
-from memorylab.lab.treeview import preview
+from memorylab.display.treeview import preview
 
 from pages.common import completion_settings, escape_markdown
 

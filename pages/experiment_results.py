@@ -13,7 +13,7 @@ import streamlit as st
 from memorylab import MemoryLabError
 from memorylab.experiments import against_best_text, interval_text, score_text
 from memorylab.history.compaction import DEFAULT_SUMMARY_TEMPLATE
-from memorylab.lab.treeview import preview
+from memorylab.display.treeview import preview
 from memorylab.llm.models import DEFAULT_LOCAL_MODEL
 
 from pages.common import escape_markdown, select_leaf, select_session

@@ -12,7 +12,7 @@ import yaml
 from memorylab import MemoryLabError
 from memorylab.experiments import Experiments, parse_spec_yaml
 from memorylab.experiments.spec import AUTO
-from memorylab.lab.samples import SAMPLE_DIR
+from memorylab.samples import SAMPLE_DIR
 from memorylab.store.compare_and_set import MISSING, StaleWriteError
 
 from pages.common import changed_since_loaded, escape_markdown, job_progress, setup_page, sidebar_api_hosts

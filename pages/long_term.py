@@ -4,7 +4,7 @@ import streamlit as st
 
 from memorylab import MemoryLabError, Session, to_dataframe
 from memorylab.memory.longterm import LongTermMemory
-from memorylab.lab.samples import LONGTERM_WORKSPACE
+from memorylab.samples import LONGTERM_WORKSPACE
 from pages.common import (PICKER_SIZE, changed_since_loaded, completion_settings, escape_markdown, guarded_save,
                           loaded_version, open_message, selected_rows, setup_page, table_key)
 

@@ -4,9 +4,9 @@ import streamlit as st
 from memorylab import DamagedRowError
 from memorylab.history.overlays import SUMMARY_ID_PREFIX, is_summary_message
 from memorylab.history.pins import MAX_PIN_NOTE_CHARS
-from memorylab.lab.frames import to_dataframe
-from memorylab.lab.treeview import SessionTree, preview
-from memorylab.lab.viz import VIEW_COLUMNS, tree_layout_figure
+from memorylab.display.frames import to_dataframe
+from memorylab.display.treeview import SessionTree, preview
+from memorylab.display.viz import VIEW_COLUMNS, tree_layout_figure
 from memorylab.shapes import Messages
 from pages.audit_panel import dropped_panel, session_audits
 from pages.common import active_leaf, branch_key, select_leaf, selected_rows, session_page, table_key

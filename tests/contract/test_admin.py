@@ -8,7 +8,7 @@ from memorylab.errors import AmbiguousAgentError, NothingToSummarizeError
 from memorylab.memory.identity import identify
 from memorylab.io import import_session, read_export
 from memorylab.memory.manager import Memory
-from memorylab.lab.samples import sample_files
+from memorylab.samples import sample_files
 from memorylab.store.ddl import SQLiteDDL
 from memorylab.store.migrations import MIGRATIONS, apply_migrations
 

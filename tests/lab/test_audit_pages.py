@@ -7,8 +7,8 @@ from streamlit.testing.v1 import AppTest
 
 from memorylab import Session, Store
 from memorylab.importers import import_source
-from memorylab.lab.treeview import SessionTree
-from memorylab.lab.viz import tree_figure, tree_layout_figure
+from memorylab.display.treeview import SessionTree
+from memorylab.display.viz import tree_figure, tree_layout_figure
 
 from tests.helpers import ROOT
 

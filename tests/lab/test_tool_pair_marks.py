@@ -6,7 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from memorylab import Session, Store
-from memorylab.lab.viz import FLAGGED_OUTLINE
+from memorylab.display.viz import FLAGGED_OUTLINE
 from tests.helpers import ROOT, text_message
 
 REF = ("default", "default", "tools")
@@ -71,7 +71,7 @@ def test_a_session_without_problems_shows_no_marks_or_listing(sample_lab_db):
 
 
 def test_the_legend_keys_roles_in_their_colours_and_the_problem_outline_apart(tools_lab_db):
-    from memorylab.lab.viz import ROLE_COLORS
+    from memorylab.display.viz import ROLE_COLORS
 
     spec = json.loads(tree_page().get("plotly_chart")[0].proto.spec)
     keys = {trace["name"]: trace["marker"] for trace in spec["data"] if trace.get("showlegend", True)}
