@@ -118,6 +118,19 @@ def test_admin_reads_and_curates_another_agents_memory(acme):
     assert not own.exists(KEY)
 
 
+def test_admin_actions_run_by_name_as_the_methods_do(acme):
+    assert [r["id"] for r in acme.perform("list", "customer-support")] == [KEY]
+    assert texts(acme.perform("get", "support-bot", KEY)["messages"]) == ["my order is late"]
+    appended = acme.perform("append", "support-bot", KEY, "Call back tomorrow.")
+    assert appended["role"] == "user" and appended["parts"][0]["text"] == "Call back tomorrow."
+    assert [h["content"] for h in acme.perform("search", "support-bot", KEY, "tomorrow")] == ["Call back tomorrow."]
+    summary = acme.perform("summarize", "support-bot", KEY, summarizer=lambda prompt: "Late order; call back.")
+    assert summary == "Late order; call back." and acme.list("support-bot")[0]["summary"] == summary
+    with pytest.raises(InvalidInputError, match="no admin action 'clear': use one of list, get, search"):
+        acme.perform("clear", "support-bot", KEY)
+    assert texts(acme.get("support-bot", KEY)["messages"]) == ["my order is late", "Call back tomorrow."]
+
+
 def test_admin_list_takes_the_memory_filters(acme):
     assert acme.list("sales", status="in_progress", limit=5)[0]["id"] == "email:ana@example.com"
     with pytest.raises(InvalidInputError, match="limit must be an integer from 1 to 100"):
