@@ -32,7 +32,7 @@ def tools_lab_db(sample_lab_db):
 
 
 def tree_page(**state):
-    app = AppTest.from_file(str(ROOT / "pages" / "tree.py"), default_timeout=60)
+    app = AppTest.from_file(str(ROOT / "app_pages" / "tree.py"), default_timeout=60)
     app.session_state["session_ref"] = REF
     for key, value in state.items():
         app.session_state[key] = value
@@ -62,7 +62,7 @@ def test_the_orphaned_result_is_outlined_and_listed_with_a_button_to_its_branch(
 
 
 def test_a_session_without_problems_shows_no_marks_or_listing(sample_lab_db):
-    app = AppTest.from_file(str(ROOT / "pages" / "tree.py"), default_timeout=60)
+    app = AppTest.from_file(str(ROOT / "app_pages" / "tree.py"), default_timeout=60)
     app.session_state["session_ref"] = ("default", "code-helper", "coding-csv-importer")
     app.run()
     assert not app.exception
