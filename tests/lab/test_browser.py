@@ -65,7 +65,7 @@ def test_a_deep_link_opened_first_lists_only_the_apps_pages_in_the_sidebar(page,
         more.first.click()
     links = navigation.locator("[data-testid='stSidebarNavLink']")
     links.nth(len(TITLES) - 1).wait_for(timeout=30_000)
-    assert sorted(links.all_inner_texts()) == sorted(TITLES)
+    assert sorted(text.splitlines()[-1].strip() for text in links.all_inner_texts()) == sorted(TITLES)
     page.screenshot(path=SHOTS / "audit_deep_link.png", full_page=True)
 
 
