@@ -11,7 +11,7 @@ from memorylab.audit import iter_store_audits, retention_totals
 from memorylab.display.frames import audit_table, worst_first
 from memorylab.display.viz import retention_figure
 from lab_ui.audit_panel import dropped_panel, open_on_tree
-from lab_ui.damaged_rows import damaged_row_skipped, recording_damaged_rows
+from lab_ui.damaged_rows import named_again, recording_damaged_rows
 from lab_ui.navigation import link_to
 from lab_ui.sidebar import setup_page
 from lab_ui.store import database_target
@@ -33,10 +33,7 @@ COLUMNS = {
 def store_audits(store):
     """(audits worst first, their table, retention per kind, its figure) of every compaction in ``store``;
     damaged rows the audit skipped are named in the page's banner on every run."""
-    audits, skipped = _store_audits(database_target(), store.sessions.stamp(), store)
-    for text in skipped:
-        damaged_row_skipped(text)
-    return audits
+    return named_again(_store_audits(database_target(), store.sessions.stamp(), store))
 
 
 @st.cache_resource(max_entries=2, show_spinner="Auditing every compaction in the store…")

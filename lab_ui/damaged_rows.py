@@ -61,3 +61,12 @@ def recording_damaged_rows():
         yield skipped
     finally:
         recorders.remove(skipped)
+
+
+def named_again(result_and_skipped):
+    """The result of a cached read made inside ``recording_damaged_rows`` (``(result, skipped)``), the rows
+    it skipped named in this run's banner: a cache hit reads nothing, so it would name none."""
+    result, skipped = result_and_skipped
+    for text in skipped:
+        damaged_row_skipped(text)
+    return result

@@ -7,7 +7,7 @@ import streamlit as st
 
 from memorylab import DamagedRowError
 
-from .damaged_rows import damaged_row_skipped, recording_damaged_rows
+from .damaged_rows import named_again, recording_damaged_rows
 from .store import database_target
 
 
@@ -59,10 +59,7 @@ def branch_history(session, leaf_id):
     """The overlaid history of the branch ending at ``leaf_id``, read once per ``branch_key`` and
     shared by every rerun and page: read-only, callers must not change it or its messages. Rows the
     read skipped are named in the page's banner on every run, not only the one that read them."""
-    history, skipped = _branch_history(branch_key(session, leaf_id), session, leaf_id)
-    for text in skipped:
-        damaged_row_skipped(text)
-    return history
+    return named_again(_branch_history(branch_key(session, leaf_id), session, leaf_id))
 
 
 @st.cache_resource(max_entries=8, show_spinner="Reading the branch…")
