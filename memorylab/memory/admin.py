@@ -134,7 +134,8 @@ class MemoryAdmin:
         """Summarize the memory as ``Memory.summarize`` does (the summary is stored); returns its text."""
         return self._existing(agent, key, summarizer).summarize(prompt, model)
 
-    def perform(self, action, agent, key=None, text=None, *, summarizer=None):
+    def perform(self, action, agent, key=None, text=None, *,
+                summarizer=None) -> MemoryRows | dict | SearchHits | Message | str:
         """The admin action named ``action`` (one of ``ACTIONS``) on ``agent``'s memory ``key``: ``text``
         is the query of ``search`` and the user message ``append`` adds; ``summarizer`` makes the
         summary of ``summarize``. Returns what that method returns."""
