@@ -52,7 +52,7 @@ print(json.dumps({"compactions": count, "artifacts": artifacts, "seconds": secon
 
 
 def _sample_messages():
-    from memorylab.lab.samples import sample_files
+    from memorylab.samples import sample_files
 
     messages = []
     for path in sample_files():

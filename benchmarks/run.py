@@ -735,7 +735,7 @@ def branching_export(count, seed=5):
 
 
 def bench_tree_figure(config, workdir):
-    from memorylab.lab.viz import tree_figure
+    from memorylab.display.viz import tree_figure
 
     store = Store(workdir / "tree.db")
     session = import_session(store, branching_export(config.tree_nodes))
@@ -743,7 +743,7 @@ def bench_tree_figure(config, workdir):
     samples = [timed(tree_figure, session) for _ in range(config.figure_repetitions)]
     store.close()
     return [absolute_row("tree_figure", statistics.median(samples), 1.5,
-                         f"memorylab.lab.viz.tree_figure of a {config.tree_nodes:,}-message session with branches")]
+                         f"memorylab.display.viz.tree_figure of a {config.tree_nodes:,}-message session with branches")]
 
 
 MESSAGES_PER_CONVERSATION = 100
@@ -799,7 +799,7 @@ def bench_experiment(config, workdir):
     import yaml
 
     from memorylab.experiments import Experiments
-    from memorylab.lab.samples import SAMPLE_DIR, load_samples
+    from memorylab.samples import SAMPLE_DIR, load_samples
     from memorylab.llm.models import complete_text
 
     complete_text("warm up", model="openai/gpt-4o-mini", mock_response="ok")  # litellm's import is not bookkeeping

@@ -48,8 +48,8 @@ from .messages import from_openai, message_text, normalize_message, to_openai
 from .tokens import estimate_message_tokens, estimate_string_tokens
 
 # Notebooks: DataFrames of the engine's results, and the sample data.
-from .lab.frames import to_dataframe
-from .lab.samples import load_samples
+from .display.frames import to_dataframe
+from .samples import load_samples
 
 # Errors: every exception memorylab raises derives from MemoryLabError.
 from .errors import (

@@ -15,7 +15,7 @@ from .errors import DamagedRowWarning, InvalidInputError, MemoryLabError
 from .importers import FORMATS, ReadBudget, detect_format, import_source, source_format
 from .io import write_export
 from .store_copy import copy_store
-from .lab.samples import load_samples
+from .samples import load_samples
 from .history.session import Session
 from .store import Store, is_postgres_url
 from .store.sqlite import writes_over

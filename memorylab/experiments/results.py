@@ -197,12 +197,12 @@ class ExperimentResults:
         return "\n".join(lines)
 
     def pareto_figure(self, **layout) -> "plotly.graph_objects.Figure":
-        from ..lab.viz import pareto_figure
+        from ..display.viz import pareto_figure
 
         return pareto_figure(self.arm_summaries(), **layout)
 
     def _repr_html_(self):
-        from ..lab.notebook import results_html
+        from ..display.notebook import results_html
 
         return results_html(self)
 

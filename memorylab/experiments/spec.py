@@ -181,7 +181,7 @@ class ExperimentSpec:
         return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True, width=110)
 
     def _repr_html_(self):
-        from ..lab.notebook import spec_html
+        from ..display.notebook import spec_html
 
         return spec_html(self)
 

@@ -21,6 +21,7 @@ from ..messages import utc_now_iso
 from ..shapes import Messages
 from ..tokens import estimate_message_tokens, estimate_string_tokens
 from .extractive import extractive_summary
+from .spec import STRATEGY_DEFAULTS
 
 WINDOW_HANDLERS = {SIMPLE_CUT: simple_cut}
 """The resize handlers a ``window`` arm can name: ``handler(full_context, context_window, memo,
@@ -63,6 +64,14 @@ def default_tail_budget(history) -> int:
     """The tail a plan keeps when an arm does not say: a quarter of the branch's tokens, so the middle
     always holds something to compact on a branch of any length."""
     return max(branch_tokens(history) // 4, 1)
+
+
+def suggested_plan_settings(history, *, tail_share=4) -> dict:
+    """Plan settings (``protect_head``, ``tail_token_budget``, ``min_tail_messages``) that compact
+    something on a branch of any size, to start tuning from: an arm's defaults, with a tail of a
+    ``tail_share``-th of the branch's tokens (a quarter, as an arm without a tail budget) rounded to 100."""
+    tail = max(round(default_tail_budget(history) * 4 / tail_share, -2), 100)
+    return {**STRATEGY_DEFAULTS["extractive"], "tail_token_budget": int(tail)}
 
 
 def plan_for(arm, history):

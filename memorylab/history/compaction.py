@@ -140,7 +140,7 @@ class CompactionPlan:
 
     def _repr_html_(self):
         """Jupyter's view of the plan: head, middle and tail as a table, the prompt folded away."""
-        from ..lab.notebook import plan_html
+        from ..display.notebook import plan_html
 
         return plan_html(self)
 

@@ -43,6 +43,12 @@ def is_summary_message(message) -> bool:
     return str(message.get("id", "")).startswith(SUMMARY_ID_PREFIX)
 
 
+def shown_overlay_ids(history) -> set[int]:
+    """The ids of the overlays whose summaries an overlaid ``history`` reads (the others are
+    superseded, or on another branch)."""
+    return {message["metadata"]["compaction"]["overlay_id"] for message in history if is_summary_message(message)}
+
+
 def visible_overlays(path, overlays) -> dict[int, tuple[Overlay, int]]:
     """{start index: (overlay, end index)} for the overlays that apply to ``path``."""
     index = dict(zip(map(itemgetter("id"), path), count()))  # in C: a 10k-message path is read often

@@ -87,7 +87,7 @@ class Session:
 
     def _repr_html_(self):
         """Jupyter's view of the session: counts, tokens and context blocks, all escaped."""
-        from ..lab.notebook import session_html
+        from ..display.notebook import session_html
 
         return session_html(self)
 

@@ -255,7 +255,7 @@ class PromptCacheReport:
         return totals
 
     def _repr_html_(self):
-        from ..lab.notebook import table_html
+        from ..display.notebook import table_html
 
         captions = [turn_cache_caption(row) for row in self.rows]
         rows = [{"turn": row["turn"], "message": row["message_id"], "cache": caption, "cause": row["cause"]}

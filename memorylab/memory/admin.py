@@ -22,6 +22,8 @@ MAX_SLUG_LENGTH = 64
 _SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 QUALIFY_THRESHOLD = 7
 CLOSE_REASONS = ("not_interested", "wrong_contact", "completed", "other")
+ACTIONS = ("list", "get", "search", "append", "summarize")
+"""What ``MemoryAdmin.perform`` does by name, as a curator's form or command offers it."""
 
 
 def register_agent(store, agent_id, *, tenant_id="default", name=None, slug=None) -> dict:
@@ -131,6 +133,23 @@ class MemoryAdmin:
     def summarize(self, agent, key, prompt=None, model=None, summarizer=None) -> str:
         """Summarize the memory as ``Memory.summarize`` does (the summary is stored); returns its text."""
         return self._existing(agent, key, summarizer).summarize(prompt, model)
+
+    def perform(self, action, agent, key=None, text=None, *,
+                summarizer=None) -> MemoryRows | dict | SearchHits | Message | str:
+        """The admin action named ``action`` (one of ``ACTIONS``) on ``agent``'s memory ``key``: ``text``
+        is the query of ``search`` and the user message ``append`` adds; ``summarizer`` makes the
+        summary of ``summarize``. Returns what that method returns."""
+        if action == "list":
+            return self.list(agent)
+        if action == "get":
+            return self.get(agent, key)
+        if action == "search":
+            return self.search(agent, key, text)
+        if action == "append":
+            return self.append(agent, key, {"role": "user", "content": text})
+        if action == "summarize":
+            return self.summarize(agent, key, summarizer=summarizer)
+        raise InvalidInputError(f"no admin action {action!r}: use one of {', '.join(ACTIONS)}")
 
 
 def status_tools(memory, *, qualify_threshold=QUALIFY_THRESHOLD) -> dict[str, Tool]:

@@ -183,6 +183,14 @@ class KVStore:
             raise StaleWriteError(f"KV entry {key!r}", expected=expected, version=stale.version,
                                   stored=stale.stored and _entry(stale.stored)) from None
 
+    def ttl_left(self, entry) -> int | None:
+        """Whole seconds until ``entry`` (as ``get_entry`` returns it) expires, by this store's clock: at
+        least 1 while it is live, so a TTL written back from it never means "never"; None: it never expires."""
+        if entry["expires_at"] is None:
+            return None
+        expires = datetime.fromisoformat(entry["expires_at"].replace("Z", "+00:00")).timestamp()
+        return max(int(expires - self.clock()), 1)
+
     def get_entry(self, key) -> KVEntry | None:
         """``{"key", "value", "expires_at", "created_at", "updated_at", "version"}``, or None when missing
         or expired; ``version`` is what ``set(..., expected=)`` compares."""

@@ -8,7 +8,7 @@ from memorylab.errors import AmbiguousAgentError, NothingToSummarizeError
 from memorylab.memory.identity import identify
 from memorylab.io import import_session, read_export
 from memorylab.memory.manager import Memory
-from memorylab.lab.samples import sample_files
+from memorylab.samples import sample_files
 from memorylab.store.ddl import SQLiteDDL
 from memorylab.store.migrations import MIGRATIONS, apply_migrations
 
@@ -116,6 +116,19 @@ def test_admin_reads_and_curates_another_agents_memory(acme):
     assert texts(own.get(KEY)["messages"]) == ["my order is late", "Priority customer: answer within 2 minutes."]
     assert acme.clear("support-bot", KEY) == 2
     assert not own.exists(KEY)
+
+
+def test_admin_actions_run_by_name_as_the_methods_do(acme):
+    assert [r["id"] for r in acme.perform("list", "customer-support")] == [KEY]
+    assert texts(acme.perform("get", "support-bot", KEY)["messages"]) == ["my order is late"]
+    appended = acme.perform("append", "support-bot", KEY, "Call back tomorrow.")
+    assert appended["role"] == "user" and appended["parts"][0]["text"] == "Call back tomorrow."
+    assert [h["content"] for h in acme.perform("search", "support-bot", KEY, "tomorrow")] == ["Call back tomorrow."]
+    summary = acme.perform("summarize", "support-bot", KEY, summarizer=lambda prompt: "Late order; call back.")
+    assert summary == "Late order; call back." and acme.list("support-bot")[0]["summary"] == summary
+    with pytest.raises(InvalidInputError, match="no admin action 'clear': use one of list, get, search"):
+        acme.perform("clear", "support-bot", KEY)
+    assert texts(acme.get("support-bot", KEY)["messages"]) == ["my order is late", "Call back tomorrow."]
 
 
 def test_admin_list_takes_the_memory_filters(acme):

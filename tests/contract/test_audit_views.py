@@ -3,8 +3,8 @@ keys its cached audits on, the table of compactions worst first and the retentio
 from memorylab import Session
 from memorylab.audit import audit_session, iter_store_audits, retention_totals
 from memorylab.importers import import_source
-from memorylab.lab.frames import audit_table
-from memorylab.lab.viz import retention_figure
+from memorylab.display.frames import audit_table
+from memorylab.display.viz import retention_figure
 
 from tests.helpers import ROOT, text_message
 

@@ -10,7 +10,7 @@ from memorylab.experiments import Experiments, parse_spec
 from memorylab.experiments.auto_probes import auto_probes
 from memorylab.importers import import_source
 from memorylab.io import import_session, read_export
-from memorylab.lab.samples import SAMPLE_DIR
+from memorylab.samples import SAMPLE_DIR
 
 CLAUDE_CODE = Path(__file__).parents[1] / "data" / "claude_code"
 MODEL_FREE_ARMS = [

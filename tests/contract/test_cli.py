@@ -6,7 +6,7 @@ import pytest
 
 from memorylab import Session, Store
 from memorylab.cli import main
-from memorylab.lab.samples import sample_files, sample_memory_keys
+from memorylab.samples import sample_files, sample_memory_keys
 
 
 def run_cli(*args):

@@ -9,7 +9,7 @@ import yaml
 
 from memorylab import Session, Store
 from memorylab.cli import main
-from memorylab.lab.samples import SAMPLE_DIR
+from memorylab.samples import SAMPLE_DIR
 from tests.helpers import text_message
 
 SAMPLE_SPEC = SAMPLE_DIR / "experiments" / "sample.yaml"

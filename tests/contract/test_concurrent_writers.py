@@ -19,7 +19,7 @@ from memorylab.experiments.strategies import WINDOW_HANDLERS
 from memorylab.history.window import simple_cut
 from memorylab.importers import import_source
 from memorylab.io import import_session, read_export
-from memorylab.lab.samples import SAMPLE_DIR
+from memorylab.samples import SAMPLE_DIR
 from tests.contract.test_import_openai_agents import sdk_session
 from tests.helpers import count_rows
 

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from memorylab.cli import main
-from memorylab.lab.samples import SAMPLE_DIR
+from memorylab.samples import SAMPLE_DIR
 
 SAMPLE_SPEC = SAMPLE_DIR / "experiments" / "sample.yaml"
 INTERVAL = r"(\d\.\d\d)–(\d\.\d\d)"

@@ -18,7 +18,7 @@ from memorylab.experiments import register_window_handler
 from memorylab.experiments.strategies import WINDOW_HANDLERS, plan_for
 from memorylab.history.window import simple_cut
 from memorylab.io import import_session, read_export
-from memorylab.lab.samples import SAMPLE_DIR
+from memorylab.samples import SAMPLE_DIR
 
 SAMPLE_SPEC = SAMPLE_DIR / "experiments" / "sample.yaml"
 NO_MODEL_STRATEGIES = ("none", "extractive", "window", "truncate")

@@ -91,6 +91,17 @@ def test_an_expired_entry_is_invisible_everywhere(kv, clock):
     assert kv.delete("session-lock") is False
 
 
+def test_the_ttl_left_counts_down_by_the_stores_clock_and_never_reads_as_never(kv, clock):
+    kv.set("session-lock", "worker-1", ttl=90)
+    kv.set("cart:1", {"items": 1})
+    assert kv.ttl_left(kv.get_entry("session-lock")) == 90
+    assert kv.ttl_left(kv.get_entry("cart:1")) is None
+    clock.advance(60.5)
+    assert kv.ttl_left(kv.get_entry("session-lock")) == 29
+    clock.advance(29.4)  # live for a tenth of a second more: written back as a TTL it must not mean "never"
+    assert kv.ttl_left(kv.get_entry("session-lock")) == 1
+
+
 def test_expired_entries_are_purged_by_the_next_write(kv, store, clock):
     kv.set("a", 1, ttl=5)
     kv.set("b", 2, ttl=5)

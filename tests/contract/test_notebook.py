@@ -6,10 +6,10 @@ import sys
 import pytest
 
 from memorylab import KVStore, Session, StaticProvider, plan_compaction
-from memorylab.lab.frames import KV_COLUMNS, MESSAGE_COLUMNS, PLAN_COLUMNS, RECORD_COLUMNS, SESSION_COLUMNS, to_dataframe
+from memorylab.display.frames import KV_COLUMNS, MESSAGE_COLUMNS, PLAN_COLUMNS, RECORD_COLUMNS, SESSION_COLUMNS, to_dataframe
 from memorylab.memory.longterm import LongTermMemory
-from memorylab.lab.notebook import SystemPrompt, show_prompt, show_table
-from memorylab.lab.viz import compaction_figure
+from memorylab.display.notebook import SystemPrompt, show_prompt, show_table
+from memorylab.display.viz import compaction_figure
 
 from tests.helpers import ROOT, TableCells, text_message
 
@@ -111,7 +111,7 @@ def test_kv_frame_holds_every_live_entry_across_pages(store, monkeypatch):
     kv.set("flag", True, ttl=60)
     kv.set("gone", 1, ttl=1)
     now[0] += 10
-    monkeypatch.setattr("memorylab.lab.frames.MAX_PAGE_SIZE", 2)
+    monkeypatch.setattr("memorylab.display.frames.MAX_PAGE_SIZE", 2)
     frame = to_dataframe(kv)
     assert list(frame.columns) == KV_COLUMNS and list(frame["key"]) == ["cart:a", "cart:b", "flag"]
     assert frame["value"].tolist() == [{"items": [1, 2]}, None, True]
@@ -145,7 +145,7 @@ def test_other_rows_keep_their_keys_and_other_objects_are_refused():
 
 
 def test_pandas_is_imported_only_when_a_frame_is_made():
-    code = "import sys, memorylab, memorylab.lab.frames, memorylab.lab.notebook; print('pandas' in sys.modules)"
+    code = "import sys, memorylab, memorylab.display.frames, memorylab.display.notebook; print('pandas' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout.strip() == "False"
 

@@ -6,7 +6,7 @@ import pytest
 from memorylab import Experiments, InvalidInputError, NotFoundError, Session, lint_tool_pairs
 from memorylab.history.compaction import create_compact_function, plan_compaction
 from memorylab.io import export_session, import_session
-from memorylab.lab.treeview import SessionTree
+from memorylab.display.treeview import SessionTree
 
 from tests.helpers import RecordingSummarizer, ids, text_message
 

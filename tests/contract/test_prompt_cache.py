@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from memorylab import LongTermMemory, Session, StaticProvider, Store, prompt_cache_report
 from memorylab.history.truncation import truncate_older_messages
-from memorylab.lab.viz import prompt_cache_figure
+from memorylab.display.viz import prompt_cache_figure
 from memorylab.llm.chat import ChatRunner
 from memorylab.llm.prompt_cache import PROMPT_CACHE_KEY, dollars, turn_cache_caption
 from memorylab.tokens import estimate_message_tokens, estimate_string_tokens
@@ -240,7 +240,7 @@ def test_the_context_window_page_shows_the_turns_of_the_branch(sample_lab_db, li
         runner.send(ask(6))
         expected = prompt_cache_report(session).rows
         on_haiku = prompt_cache_report(session, model="claude-haiku-4-5").totals()
-    app = AppTest.from_file(str(ROOT / "pages" / "context_window.py"), default_timeout=60)
+    app = AppTest.from_file(str(ROOT / "app_pages" / "context_window.py"), default_timeout=60)
     app.session_state["session_ref"] = ref
     app.run()
     assert not app.exception, [e.message for e in app.exception]

@@ -3,7 +3,7 @@ import pytest
 
 from memorylab import KVStore, Memory, Session, load_samples
 from memorylab.messages import is_tool_part
-from memorylab.lab.samples import SKILLS_DIR, sample_files, sample_memory_keys, with_sample_context
+from memorylab.samples import SKILLS_DIR, sample_files, sample_memory_keys, with_sample_context
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import pytest
 
 from memorylab import InvalidInputError, InvalidMessageError, NotFoundError, Session, StaleWriteError, lint_tool_pairs
 from memorylab.history.compaction import create_compact_function
-from memorylab.lab.treeview import SessionTree
+from memorylab.display.treeview import SessionTree
 from memorylab.llm.prompt_cache import prompt_cache_report
 from memorylab.store import InMemorySessionStorage, Outlines, PagedBranchReads, Store, TreeQueries
 from memorylab.store import capabilities, protocols
@@ -162,7 +162,7 @@ def test_metadata_status_and_blocks(session):
     assert storage.status() == "done"
     with pytest.raises(StaleWriteError):
         storage.set_status("open", "2024-01-02T00:00:00Z", expected=None)
-    session.with_context("notes", max_tokens=50).with_cached_prompt()
+    session.with_context("notes", max_tokens=50).with_frozen_prompt_store()
     block = session.replace_context_block("notes", "likes ferries")
     with pytest.raises(StaleWriteError):
         session.replace_context_block("notes", "x", expected="0" * 16)

@@ -8,7 +8,7 @@ from memorylab.check import check_database, repair_database
 from memorylab.cli import main
 from memorylab.errors import StoreCopyError
 from memorylab.store_copy import copy_store
-from memorylab.lab.samples import SKILLS_DIR, load_samples
+from memorylab.samples import SKILLS_DIR, load_samples
 from memorylab.store.bulk import TABLES, BulkCopy, table_columns
 
 HOSTILE = "<script>alert('x')</script> & café naïve 日本語 🎉"

@@ -2,8 +2,8 @@
 messages collapse into one node each, short side branches share a lane, a run opens on demand, and
 the active leaf always has a node of its own. Pure layout, no store: the shapes are what is tested."""
 from memorylab.history.overlays import apply_overlays
-from memorylab.lab.treeview import SessionTree
-from memorylab.lab.viz import VIEW_COLUMNS, tree_layout_figure
+from memorylab.display.treeview import SessionTree
+from memorylab.display.viz import VIEW_COLUMNS, tree_layout_figure
 
 from tests.helpers import text_message
 

@@ -6,7 +6,7 @@ import sys
 from streamlit.testing.v1 import AppTest
 
 from memorylab import Store
-from memorylab.lab.samples import sample_files, sample_memory_keys
+from memorylab.samples import sample_files, sample_memory_keys
 
 from tests.helpers import ROOT
 

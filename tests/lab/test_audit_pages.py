@@ -7,8 +7,8 @@ from streamlit.testing.v1 import AppTest
 
 from memorylab import Session, Store
 from memorylab.importers import import_source
-from memorylab.lab.treeview import SessionTree
-from memorylab.lab.viz import tree_figure, tree_layout_figure
+from memorylab.display.treeview import SessionTree
+from memorylab.display.viz import tree_figure, tree_layout_figure
 
 from tests.helpers import ROOT
 
@@ -44,7 +44,7 @@ def headings(app):
 
 def test_a_band_selected_on_the_tree_shows_what_its_summary_dropped(compacted_db):
     _, ref = compacted_db
-    app = run("pages/tree.py", session_ref=ref)
+    app = run("app_pages/tree.py", session_ref=ref)
     band = app.selectbox(key="tree_band")
     assert band.value is None and not headings(app)  # nothing selected: no audit drawn
     band.select(2).run()
@@ -73,7 +73,7 @@ def test_a_lost_artifact_opens_its_message_on_the_tree(compacted_db):
     app.session_state["session_ref"] = ref
     app.session_state["tree_overlay"] = 2
     app.run()
-    app.switch_page("pages/tree.py").run()
+    app.switch_page("app_pages/tree.py").run()
     lost = [b for b in app.button if b.help and "Show message" in b.help]
     assert len(lost) == 1  # CHANGELOG.md; the other two were stated by summary 1
     message_id = lost[0].help.split()[2]
@@ -94,7 +94,7 @@ def test_a_lost_artifact_opens_its_message_on_the_tree(compacted_db):
 
 def test_each_overlay_in_the_compaction_lab_shows_what_it_dropped(compacted_db):
     _, ref = compacted_db
-    app = run("pages/compaction_lab.py", session_ref=ref)
+    app = run("app_pages/compaction_lab.py", session_ref=ref)
     dropped = [e for e in app.expander if e.label.startswith("What this summary dropped")]
     assert [e.label for e in dropped] == ["What this summary dropped: 3 of 4 artifacts",
                                           "What this summary dropped: nothing (kept all 2 artifacts)"]
@@ -112,7 +112,7 @@ def test_a_long_sessions_overlays_are_audited_when_asked(sample_lab_db):
         write_sessions(store, [SourceSession("long", messages)], source="test", format_name="test", agent_id="bench",
                        tenant_id="default")
         Session.open(store, "long", agent_id="bench").add_compaction("Steps were run.", "m0", "m20")
-    app = run("pages/compaction_lab.py", session_ref=("default", "bench", "long"))
+    app = run("app_pages/compaction_lab.py", session_ref=("default", "bench", "long"))
     assert not [e for e in app.expander if e.label.startswith("What this summary dropped")]
     (button,) = [b for b in app.button if b.label == "Audit these summaries"]
     button.click()
@@ -124,7 +124,7 @@ def test_a_long_sessions_overlays_are_audited_when_asked(sample_lab_db):
 
 def test_the_proposed_summary_is_audited_before_it_is_accepted(sample_lab_db):
     ref = ("default", "project-assistant", "long-migration-project")
-    app = run("pages/compaction_lab.py", session_ref=ref, completion_kwargs={"mock_response": "## Topic\nMigration."})
+    app = run("app_pages/compaction_lab.py", session_ref=ref, completion_kwargs={"mock_response": "## Topic\nMigration."})
     [b for b in app.button if b.label == "Run the summarizer"][0].click().run()
     assert not app.exception, [e.message for e in app.exception]
     assert "#### What this summary would drop" in headings(app)
@@ -139,7 +139,7 @@ def test_the_proposed_summary_is_audited_before_it_is_accepted(sample_lab_db):
 
 def test_the_audit_page_shows_every_compaction_worst_first(compacted_db):
     _, ref = compacted_db
-    app = run("pages/audit.py")
+    app = run("app_pages/audit.py")
     assert app.title[0].value == "Audit"
     table = app.dataframe[0].value
     assert list(table["overlay_id"]) == [2, 1] and list(table["lost"]) == [3, 0]
@@ -156,7 +156,7 @@ def test_the_audit_page_shows_every_compaction_worst_first(compacted_db):
 
 
 def test_the_audit_page_of_a_store_without_compactions_says_how_to_make_one(sample_lab_db):
-    app = run("pages/audit.py")
+    app = run("app_pages/audit.py")
     (info,) = app.info
     assert "Compaction lab" in info.value and "memorylab" in info.value and "import" in info.value
     assert not app.dataframe

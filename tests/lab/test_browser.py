@@ -3,6 +3,7 @@
 Screenshots go to ``screenshots/`` (or ``$MEMORYLAB_SCREENSHOTS``) as test artifacts.
 """
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from memorylab import Session, Store, load_samples
 from tests.helpers import PAGES, ROOT, serve_lab
 
 SHOTS = Path(os.environ.get("MEMORYLAB_SCREENSHOTS", ROOT / "screenshots"))
+TITLES = re.findall(r'title="([^"]+)"', (ROOT / "app.py").read_text())
 HOSTILE = "<img src=x onerror=alert(1)> <script>alert('xss')</script> **not bold**"
 
 @pytest.fixture
@@ -54,9 +56,20 @@ def test_every_page_renders_in_the_browser(page, lab_server):
     assert page.dialogs == []
 
 
+def test_a_deep_link_opened_first_lists_only_the_apps_pages_in_the_sidebar(page, lab_server):
+    # The first request after start-up, straight to a page: nothing has run app.py's navigation yet.
+    open_page(page, lab_server, "audit", "What each compaction forgot", shot="audit_deep_link")
+    navigation = page.locator("[data-testid='stSidebarNav']")
+    more = navigation.get_by_role("button", name="View")
+    if more.count():
+        more.first.click()
+    links = navigation.locator("[data-testid='stSidebarNavLink']")
+    links.nth(len(TITLES) - 1).wait_for(timeout=30_000)
+    assert sorted(text.splitlines()[-1].strip() for text in links.all_inner_texts()) == sorted(TITLES)
+    page.screenshot(path=SHOTS / "audit_deep_link.png", full_page=True)
+
+
 def test_html_in_a_message_renders_as_text_and_runs_nothing(page, lab_server):
-    # Open the app at its root first, as a user does: Streamlit resolves a deep link on the very
-    # first run after start-up from the pages/ folder, before app.py has declared its navigation.
     open_page(page, lab_server, "", "Tokens (estimate)")
     open_page(page, lab_server, "chat", "What the model sees")
     page.get_by_text("onerror=alert(1)", exact=False).first.wait_for(timeout=30_000)

@@ -24,7 +24,7 @@ def damaged_lab_db(sample_lab_db):
 
 @pytest.mark.parametrize("page", ["chat.py", "tree.py", "compaction_lab.py", "context_window.py"])
 def test_a_page_on_a_session_with_a_damaged_newest_message_says_so_and_renders(damaged_lab_db, page):
-    app = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=60)
+    app = AppTest.from_file(str(ROOT / "app_pages" / page), default_timeout=60)
     app.session_state["session_ref"] = SESSION
     app.run()
     assert not app.exception, [e.message for e in app.exception]

@@ -35,7 +35,7 @@ def ran_once(sample_lab_db):
 
 
 def run_page(name="experiments.py", **state):
-    app = AppTest.from_file(str(ROOT / "pages" / name), default_timeout=60)
+    app = AppTest.from_file(str(ROOT / "app_pages" / name), default_timeout=60)
     for key, value in state.items():
         app.session_state[key] = value
     return rerun(app)
@@ -250,7 +250,7 @@ def test_a_run_can_be_cancelled_and_keeps_what_finished(sample_lab_db, slow_wind
 def test_use_this_arm_opens_the_compaction_lab_with_its_settings(ran_once):
     app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     rerun(app)
-    rerun(app.switch_page("pages/experiments.py"))
+    rerun(app.switch_page("app_pages/experiments.py"))
     assert app.selectbox(key="exp_use_arm:sample:1").value == "extractive"
     click(app, "Use this arm in the Compaction lab")
     assert app.title[0].value == "Compaction lab"

@@ -3,7 +3,7 @@ always as text, never as live HTML or script."""
 import pytest
 
 from memorylab import KVStore, Memory, Session, SqliteSearchProvider, Store, register_agent
-from memorylab.lab.samples import load_samples
+from memorylab.samples import load_samples
 
 from tests.helpers import PAGES
 

@@ -25,7 +25,7 @@ def jsonl(conversations):
 
 
 def sessions_page():
-    app = AppTest.from_file(str(ROOT / "pages" / "sessions.py"), default_timeout=60)
+    app = AppTest.from_file(str(ROOT / "app_pages" / "sessions.py"), default_timeout=60)
     app.run()
     assert not app.exception, [e.message for e in app.exception]
     return app

@@ -22,7 +22,7 @@ def temporary(tmp_path, monkeypatch):
 
 
 def uploaded(name, content):
-    app = AppTest.from_file(str(ROOT / "pages" / "sessions.py"), default_timeout=60)
+    app = AppTest.from_file(str(ROOT / "app_pages" / "sessions.py"), default_timeout=60)
     app.run()
     app.file_uploader(key="import_file").set_value((name, content, "application/octet-stream")).run()
     assert not app.exception, [e.message for e in app.exception]

@@ -5,7 +5,7 @@ import pytest
 from memorylab import Session, Store
 from memorylab.history.budget import request_breakdown
 
-from pages.common import lab_session
+from lab_ui.store import lab_session
 from tests.helpers import text_message
 from tests.lab.test_pages import run_page
 

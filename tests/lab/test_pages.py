@@ -9,8 +9,8 @@ from memorylab import Experiments, KVStore, Memory, Session, Store, load_samples
 
 from tests.helpers import ROOT, text_message
 
-# The pages app.py navigates to; the other modules in pages/ are parts they import.
-PAGES = sorted(re.findall(r'st\.Page\("pages/([\w]+\.py)"', (ROOT / "app.py").read_text()))
+# The pages app.py navigates to: every script in app_pages/ (their shared parts are in lab_ui/).
+PAGES = sorted(re.findall(r'st\.Page\("app_pages/([\w]+\.py)"', (ROOT / "app.py").read_text()))
 
 
 @pytest.fixture
@@ -20,7 +20,7 @@ def lab_db(sample_lab_db):
 
 
 def run_page(name, **state):
-    app = AppTest.from_file(str(ROOT / "pages" / name), default_timeout=60)
+    app = AppTest.from_file(str(ROOT / "app_pages" / name), default_timeout=60)
     for key, value in state.items():
         app.session_state[key] = value
     app.run()
@@ -38,7 +38,7 @@ def test_every_page_renders_on_its_own(lab_db, name):
 def test_session_selection_is_shared_and_survives_page_switches(lab_db):
     app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     app.run()
-    app.switch_page("pages/tree.py").run()
+    app.switch_page("app_pages/tree.py").run()
     assert not app.exception
     picker = app.sidebar.selectbox[0]
     picker.select_index([i for i, o in enumerate(picker.options) if "Lisbon" in o or "trip" in o.lower()][0]).run()
@@ -52,7 +52,7 @@ def test_session_selection_is_shared_and_survives_page_switches(lab_db):
         session = Session.open(store, "trip-planning-branches", agent_id="travel-planner")
         expected = [m["id"] for m in session.get_history(leaf_id)]
     assert list(app.dataframe[0].value["id"]) == expected
-    app.switch_page("pages/context_window.py").run()
+    app.switch_page("app_pages/context_window.py").run()
     assert not app.exception
     assert app.title[0].value == "Context window"
     assert app.session_state["leaf_id"] == leaf_id
@@ -380,7 +380,7 @@ def test_the_sidebar_switches_to_postgres_and_keeps_the_current_database_on_fail
         sessions = {s["session_id"] for s in store.sessions.list()}
     assert "support-order-4471" in sessions
     assert set(app.dataframe[0].value["session"]) == sessions
-    app.switch_page("pages/search.py").run()
+    app.switch_page("app_pages/search.py").run()
     assert not app.exception and app.session_state["database"] == postgres_url
 
 
@@ -398,8 +398,18 @@ def test_the_sidebar_keeps_the_current_database_when_a_file_is_not_one(lab_db, t
 @pytest.mark.parametrize("name", PAGES)
 def test_pages_hold_no_bare_strings_streamlit_would_draw(name):
     """Streamlit's magic draws every bare expression of a page script: a docstring under a constant
-    shows on the page as text."""
-    body = ast.parse((ROOT / "pages" / name).read_text()).body
-    drawn = [node.lineno for node in body[1:]
+    shows on the page as text. A page says what it is and what state it keeps in comments."""
+    body = ast.parse((ROOT / "app_pages" / name).read_text()).body
+    drawn = [node.lineno for node in body
              if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)]
     assert drawn == [], f"{name}: bare strings at lines {drawn}"
+    assert (ROOT / "app_pages" / name).read_text().startswith("# "), f"{name} does not open with its comment"
+
+
+def test_the_page_folder_holds_only_the_pages_app_py_registers_each_at_its_url():
+    """A helper module among the page scripts would be a page nobody navigates to; the url_paths are
+    the links people keep."""
+    assert sorted(path.name for path in (ROOT / "app_pages").iterdir()) == PAGES
+    assert not (ROOT / "pages").exists(), "Streamlit lists a pages/ folder's files in a deep link's sidebar"
+    registered = dict(re.findall(r'st\.Page\("app_pages/(\w+)\.py".*?url_path="(\w+)"', (ROOT / "app.py").read_text()))
+    assert registered == {name.removesuffix(".py"): name.removesuffix(".py") for name in PAGES if name != "sessions.py"}

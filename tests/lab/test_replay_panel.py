@@ -13,8 +13,9 @@ QUESTIONS = ("Hi, I'm Ana.", "What do I drink?", "Thanks, bye.")
 
 def replay_page(session_id):
     from memorylab import Session
-    from pages.common import active_leaf, open_store
-    from pages.replay_panel import render_replay
+    from lab_ui.selection import active_leaf
+    from lab_ui.store import open_store
+    from lab_ui.replay_panel import render_replay
 
     session = Session.open(open_store(), session_id)
     render_replay(session, active_leaf(session))
@@ -114,7 +115,7 @@ def test_the_comparison_reads_the_branches_only_once_opened(lab_db, conversation
         session.append_message({"role": "assistant", "parts": [{"type": "text", "text": "Another answer."}]},
                                parent_id=first_answer["parent_id"])
     compared = []
-    monkeypatch.setattr("pages.replay_panel.compare_branches",
+    monkeypatch.setattr("lab_ui.replay_panel.compare_branches",
                         lambda *args: compared.append(args[1:]) or compare_branches(*args))
     app = open_panel(leaf_id=conversation)
     (panel,) = [e for e in app.expander if e.label.startswith("Compare this branch with another")]

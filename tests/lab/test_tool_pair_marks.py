@@ -6,7 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from memorylab import Session, Store
-from memorylab.lab.viz import FLAGGED_OUTLINE
+from memorylab.display.viz import FLAGGED_OUTLINE
 from tests.helpers import ROOT, text_message
 
 REF = ("default", "default", "tools")
@@ -32,7 +32,7 @@ def tools_lab_db(sample_lab_db):
 
 
 def tree_page(**state):
-    app = AppTest.from_file(str(ROOT / "pages" / "tree.py"), default_timeout=60)
+    app = AppTest.from_file(str(ROOT / "app_pages" / "tree.py"), default_timeout=60)
     app.session_state["session_ref"] = REF
     for key, value in state.items():
         app.session_state[key] = value
@@ -62,7 +62,7 @@ def test_the_orphaned_result_is_outlined_and_listed_with_a_button_to_its_branch(
 
 
 def test_a_session_without_problems_shows_no_marks_or_listing(sample_lab_db):
-    app = AppTest.from_file(str(ROOT / "pages" / "tree.py"), default_timeout=60)
+    app = AppTest.from_file(str(ROOT / "app_pages" / "tree.py"), default_timeout=60)
     app.session_state["session_ref"] = ("default", "code-helper", "coding-csv-importer")
     app.run()
     assert not app.exception
@@ -71,7 +71,7 @@ def test_a_session_without_problems_shows_no_marks_or_listing(sample_lab_db):
 
 
 def test_the_legend_keys_roles_in_their_colours_and_the_problem_outline_apart(tools_lab_db):
-    from memorylab.lab.viz import ROLE_COLORS
+    from memorylab.display.viz import ROLE_COLORS
 
     spec = json.loads(tree_page().get("plotly_chart")[0].proto.spec)
     keys = {trace["name"]: trace["marker"] for trace in spec["data"] if trace.get("showlegend", True)}

@@ -23,7 +23,7 @@ def long_lab_db(sample_lab_db):
 
 
 def tree_page():
-    app = AppTest.from_file(str(ROOT / "pages" / "tree.py"), default_timeout=60)
+    app = AppTest.from_file(str(ROOT / "app_pages" / "tree.py"), default_timeout=60)
     app.session_state["session_ref"] = REF
     app.run()
     assert not app.exception, [e.message for e in app.exception]

@@ -9,7 +9,7 @@ import yaml
 
 from memorylab import Store
 from memorylab.experiments import Experiments
-from memorylab.lab.samples import SAMPLE_DIR
+from memorylab.samples import SAMPLE_DIR
 
 SAMPLE_SPEC = SAMPLE_DIR / "experiments" / "sample.yaml"
 

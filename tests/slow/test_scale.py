@@ -5,8 +5,8 @@ import time
 
 from memorylab import import_session
 from memorylab.io import EXPORT_FORMAT, EXPORT_VERSION
-from memorylab.lab.treeview import SessionTree
-from memorylab.lab.viz import tree_figure, tree_layout_figure
+from memorylab.display.treeview import SessionTree
+from memorylab.display.viz import tree_figure, tree_layout_figure
 
 from tests.contract.test_tree_scale import forking_conversation
 from tests.helpers import text_message

@@ -11,6 +11,7 @@ from memorylab.history.compaction import (
     create_compact_function,
     plan_compaction,
 )
+from memorylab.experiments.strategies import suggested_plan_settings
 from memorylab.history.overlays import apply_overlays, summary_message
 
 from tests.helpers import ids
@@ -335,3 +336,12 @@ def test_planning_ten_thousand_messages_uses_the_stored_counts(monkeypatch):
     assert (plan.from_id, plan.to_id) == ("m4", "m9200")
     assert plan.tokens_before == 250_000
     assert plan.target_summary_tokens == (len(plan.middle) * 25 + 4) // 5
+
+
+def test_suggested_settings_compact_a_branch_of_any_size_with_a_tail_share_rounded_to_100():
+    branch = history(40, tokens=50)  # 2,000 tokens
+    settings = suggested_plan_settings(branch)
+    assert settings == {"protect_head": 3, "tail_token_budget": 500, "min_tail_messages": 2}
+    assert suggested_plan_settings(branch, tail_share=8)["tail_token_budget"] == 200
+    assert suggested_plan_settings(history(3))["tail_token_budget"] == 100  # never under 100
+    assert plan_compaction(branch, **settings).middle

@@ -6,7 +6,7 @@ from pathlib import Path
 import memorylab
 
 PACKAGE = Path(memorylab.__file__).parent
-ABOVE_HISTORY = ("memorylab.experiments", "memorylab.audit", "memorylab.llm", "memorylab.lab")
+ABOVE_HISTORY = ("memorylab.experiments", "memorylab.audit", "memorylab.llm", "memorylab.display")
 DISPLAY_HOOKS = {"_repr_html_"}
 """Jupyter's display hooks, which import the notebook renderer when a notebook shows the object."""
 
@@ -41,5 +41,5 @@ def test_history_imports_nothing_above_it():
 
 def test_the_floor_check_sees_an_upward_import():
     module = PACKAGE / "history" / "compaction.py"
-    assert ("memorylab.lab.notebook", "_repr_html_") in imports(module)
+    assert ("memorylab.display.notebook", "_repr_html_") in imports(module)
     assert ("memorylab.messages", None) in imports(module)

@@ -1,6 +1,7 @@
 import pytest
 
 from memorylab import InvalidMessageError, NotFoundError
+from memorylab.history.overlays import shown_overlay_ids
 
 from tests.helpers import ids, text_message
 
@@ -23,6 +24,15 @@ def test_single_overlay_replaces_its_range_on_read(linear):
     # originals are kept
     assert len(linear.get_history(apply_compactions=False)) == 10
     assert linear.get_message("m5")["parts"][0]["text"] == "turn 5"
+
+
+def test_the_overlays_a_history_shows_are_found_by_their_summaries(linear):
+    superseded = linear.add_compaction("old summary", "m2", "m4")
+    grown = linear.add_compaction("grown summary", "m2", "m6")
+    later = linear.add_compaction("later summary", "m8", "m9")
+    assert shown_overlay_ids(linear.get_history()) == {grown["id"], later["id"]}
+    assert superseded["id"] not in shown_overlay_ids(linear.get_history())
+    assert shown_overlay_ids(linear.get_history(apply_compactions=False)) == set()
 
 
 def test_newest_overlay_from_the_same_start_wins(linear):

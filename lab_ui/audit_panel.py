@@ -8,8 +8,9 @@ import streamlit as st
 
 from memorylab.audit import KINDS, audit_proposal, audit_session
 from memorylab.history.overlays import SUMMARY_ID_PREFIX
-from memorylab.lab.frames import to_dataframe
-from pages.common import branch_key, open_message
+from memorylab.display.frames import to_dataframe
+from .navigation import open_message
+from .selection import branch_key
 
 SHOWN_PER_KIND = 5
 """Lost artifacts of one kind listed at once; the others are folded under them."""

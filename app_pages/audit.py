@@ -1,19 +1,21 @@
-"""Audit: what the store's compactions forgot. Retention per kind of artifact over every compaction,
-the compactions worst first, and for the one selected what its summary dropped.
-
-State: ``audit_table`` (the row selected in the table, the worst one while none is; a new key
-whenever the rows listed change, see ``table_key``). The audits are worked out once per state of the store (``store.sessions.stamp()``,
-one cheap read) and shared by every rerun and browser tab.
-"""
+# Audit: what the store's compactions forgot. Retention per kind of artifact over every compaction,
+# the compactions worst first, and for the one selected what its summary dropped.
+#
+# State: ``audit_table`` (the row selected in the table, the worst one while none is; a new key
+# whenever the rows listed change, see lab_ui/tables.py). The audits are worked out once per state of
+# the store (``store.sessions.stamp()``, one cheap read) and shared by every rerun and browser tab.
 import streamlit as st
 
 from memorylab import MemoryLabError, Session
 from memorylab.audit import iter_store_audits, retention_totals
-from memorylab.lab.frames import audit_table, worst_first
-from memorylab.lab.viz import retention_figure
-from pages.audit_panel import dropped_panel, open_on_tree
-from pages.common import (damaged_row_skipped, database_target, link_to, recording_damaged_rows, selected_rows,
-                          setup_page, table_key)
+from memorylab.display.frames import audit_table, worst_first
+from memorylab.display.viz import retention_figure
+from lab_ui.audit_panel import dropped_panel, open_on_tree
+from lab_ui.damaged_rows import named_again, recording_damaged_rows
+from lab_ui.navigation import link_to
+from lab_ui.sidebar import setup_page
+from lab_ui.store import database_target
+from lab_ui.tables import selected_rows, table_key
 
 COLUMNS = {
     "session_id": st.column_config.TextColumn("session"),
@@ -31,10 +33,7 @@ COLUMNS = {
 def store_audits(store):
     """(audits worst first, their table, retention per kind, its figure) of every compaction in ``store``;
     damaged rows the audit skipped are named in the page's banner on every run."""
-    audits, skipped = _store_audits(database_target(), store.sessions.stamp(), store)
-    for text in skipped:
-        damaged_row_skipped(text)
-    return audits
+    return named_again(_store_audits(database_target(), store.sessions.stamp(), store))
 
 
 @st.cache_resource(max_entries=2, show_spinner="Auditing every compaction in the store…")
@@ -61,7 +60,7 @@ def render_empty(store):
             "compacted, such as a Claude Code transcript (`~/.claude/projects/…/*.jsonl`): on the Sessions page or "
             f"with `memorylab --db {store.path} import PATH`. `memorylab audit PATH` audits transcripts without "
             "importing them.")
-    link_to("pages/compaction_lab.py", "Open the Compaction lab", "🗜️")
+    link_to("compaction_lab", "Open the Compaction lab", "🗜️")
 
 
 def render_overview(audits, by_kind, figure):

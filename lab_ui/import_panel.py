@@ -8,7 +8,8 @@ import streamlit as st
 from memorylab import ImportFormatError, MemoryLabError
 from memorylab.importers import FORMATS, detect_format, import_source
 
-from pages.common import escape_markdown, select_session
+from .escaping import escape_markdown
+from .selection import select_session
 
 MAX_UPLOAD_MB = 200
 """The largest file the panel takes (Streamlit's own upload limit is the same by default)."""

@@ -2,12 +2,12 @@
 import json
 from pathlib import Path
 
-from ..context import FileProvider, SkillDirectoryProvider, SqliteSearchProvider
-from ..errors import ConflictError
-from ..history.session import Session
-from ..io import import_session, read_export
+from .context import FileProvider, SkillDirectoryProvider, SqliteSearchProvider
+from .errors import ConflictError
+from .history.session import Session
+from .io import import_session, read_export
 
-SAMPLE_DIR = Path(__file__).resolve().parents[2] / "sample_data"
+SAMPLE_DIR = Path(__file__).resolve().parents[1] / "sample_data"
 SOUL_PATH = SAMPLE_DIR / "soul.md"
 SKILLS_DIR = SAMPLE_DIR / "skills"
 KNOWLEDGE_PATH = SAMPLE_DIR / "knowledge.json"
@@ -36,8 +36,8 @@ def load_memories(store, *, tenant_id="default", path=MEMORIES_PATH) -> int:
 
     Memories that exist already are left alone; KV entries are (re)written. Returns the keys added.
     """
-    from ..memory.kv import KVStore
-    from ..memory.manager import Memory
+    from .memory.kv import KVStore
+    from .memory.manager import Memory
 
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     added = []
@@ -59,7 +59,7 @@ def load_memories(store, *, tenant_id="default", path=MEMORIES_PATH) -> int:
 def load_longterm(store, *, path=LONGTERM_PATH) -> int:
     """The long-term memory samples (global and per-session records); skipped when the workspace
     already holds records. Returns how many were added."""
-    from ..memory.longterm import LongTermMemory
+    from .memory.longterm import LongTermMemory
 
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     long_term = LongTermMemory(store, workspace=data["workspace"])

@@ -1,10 +1,9 @@
 """The Experiments page's results: leaderboard, Pareto chart, trials and their comparison, one case
-arm by arm (outputs, a diff, missed probes), downloads, and "Use this arm in the Compaction lab".
+arm by arm (``experiment_runs``), downloads, and "Use this arm in the Compaction lab".
 
 Everything read from the store is cached per experiment, trial and *stamp* (its run count and last
 run), so a rerun that changes no result reads nothing again and a new run is never hidden.
 """
-import difflib
 from types import SimpleNamespace
 
 import pandas as pd
@@ -13,14 +12,12 @@ import streamlit as st
 from memorylab import MemoryLabError
 from memorylab.experiments import against_best_text, interval_text, score_text
 from memorylab.history.compaction import DEFAULT_SUMMARY_TEMPLATE
-from memorylab.lab.treeview import preview
 from memorylab.llm.models import DEFAULT_LOCAL_MODEL
 
-from pages.common import escape_markdown, select_leaf, select_session
+from .experiment_runs import drill_down
+from .navigation import switch_to
+from .selection import select_leaf, select_session
 
-TAIL_MESSAGES = 4
-"""Messages of a compacted context shown for an arm that wrote no summary."""
-SIDE_BY_SIDE = 4
 ARM_CHANGE_COLUMNS = ("arm", "arm_cases", "arm_change", "arm_change_low", "arm_change_high", "arm_verdict")
 """``compare_trials``' per-arm columns, shown once per arm above its case-by-case rows."""
 
@@ -40,12 +37,6 @@ def _trial_view(stamp, _experiments, name, trial):
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _comparison(stamp, _experiments, name, trial, other):
     return _experiments.compare(name, other, trial)
-
-
-@st.cache_resource(max_entries=256, show_spinner=False)
-def _context(key, _experiments, _run):
-    """The compacted context of one run (runs never change, so its key is enough)."""
-    return _experiments.context(_run)
 
 
 def _verdict(passed, threshold):
@@ -83,7 +74,7 @@ def results_panel(experiments, name, trials, stamp, branches):
         except MemoryLabError as error:
             st.error(str(error))
     _use_arm(results, view.leaderboard, name, branches)
-    _drill_down(experiments, view, f"{name}:{trial}")
+    drill_down(experiments, view, f"{name}:{trial}")
     _downloads(results, name)
 
 
@@ -202,94 +193,7 @@ def _copy_to_compaction_lab(run, ref, source):
     if ref:
         select_session(ref)
         select_leaf(run["leaf_id"])
-    try:
-        st.switch_page("pages/compaction_lab.py")
-    except st.errors.StreamlitAPIException:  # the page runs on its own, outside the app's navigation
-        st.info("Copied. Open the Compaction lab to see the plan with these settings.")
-
-
-def _drill_down(experiments, view, key):
-    """One case's runs side by side; ``key`` (experiment and trial) keeps each trial's choices apart,
-    since trials can differ in arms and cases."""
-    results = view.results
-    st.subheader("One case, arm by arm")
-    left, right = st.columns([1, 3])
-    case = left.selectbox("Case", results.cases, key=f"exp_case:{key}")
-    ranked = list(view.leaderboard["arm"])
-    shown = right.multiselect("Arms side by side", ranked, default=ranked[:min(3, len(ranked))],
-                              max_selections=SIDE_BY_SIDE, key=f"exp_side_by_side:{key}")
-    outputs = {}
-    for arm, column in zip(shown, st.columns(max(len(shown), 1))):
-        run = results.run(arm, case)
-        with column:
-            outputs[arm] = _arm_output(experiments, run, view.probes, arm, case)
-    _diff(results, experiments, case, outputs, key)
-    _probe_matrix(view.probes, case)
-
-
-def _arm_output(experiments, run, probes, arm, case):
-    """One arm's column: its score, its output, the probes it missed. Returns the output's text."""
-    st.markdown(f"**{escape_markdown(arm)}**")
-    if run is None:
-        st.info("No run of this arm on this case in this trial (cancelled).")
-        return ""
-    saved = run["tokens_before"] - run["tokens_after"]
-    st.caption(f"{run['strategy']} · score {run['score'] or 0:.2f} · {run['tokens_after']:,} tokens after "
-               f"({saved:,} saved)" + (f" · {run['model']}" if run["model"] else ""))
-    if run["error"]:
-        st.error(run["error"])
-        return ""
-    text = _output_text(experiments, run)
-    st.code(text, language=None, wrap_lines=True, height=260)
-    missed = probes[(probes["arm"] == arm) & (probes["case"] == case) & (probes["score"] < 1)]
-    if missed.empty:
-        st.success("Kept every probe.")
-    else:
-        st.dataframe(missed[["probe", "kind", "missed"]], hide_index=True, width="stretch",
-                     column_config={"missed": st.column_config.TextColumn("missing facts")})
-    return text
-
-
-def _output_text(experiments, run):
-    """What to read of a run: its summary, else the newest messages of the context it left ("" when
-    it has none)."""
-    if run is None or run["error"]:
-        return ""
-    if run["summary"]:
-        return run["summary"]
-    try:
-        context = _context(run["pk"], experiments, run)
-    except MemoryLabError as error:
-        return f"(its context cannot be read: {error})"
-    lines = [f"[{m['role']}] {preview(m, 400)}" for m in context[-TAIL_MESSAGES:]]
-    if len(context) > TAIL_MESSAGES:
-        lines.insert(0, f"… {len(context) - TAIL_MESSAGES:,} earlier messages of {len(context):,}")
-    return "\n\n".join(lines)
-
-
-def _diff(results, experiments, case, outputs, key):
-    arms = results.arms
-    if len(arms) < 2:
-        return
-    with st.expander("Diff two arms' outputs on this case", icon="🔀"):
-        shown = list(outputs) or arms
-        left, right = st.columns(2)
-        first = left.selectbox("From arm", arms, index=arms.index(shown[0]), key=f"exp_diff_from:{key}")
-        second = right.selectbox("To arm", arms, index=arms.index(shown[1] if len(shown) > 1 else arms[1]),
-                                 key=f"exp_diff_to:{key}")
-        texts = [outputs.get(arm) or _output_text(experiments, results.run(arm, case)) for arm in (first, second)]
-        diff = "\n".join(difflib.unified_diff(texts[0].splitlines(), texts[1].splitlines(), first, second, lineterm=""))
-        st.code(diff or "The two outputs are the same.", language="diff", wrap_lines=True)
-
-
-def _probe_matrix(probes, case):
-    on_case = probes[probes["case"] == case]
-    if on_case.empty:
-        return
-    matrix = on_case.pivot_table(index=["probe", "kind", "question"], columns="arm", values="score", sort=False)
-    st.markdown("**Probes on this case**: 1 = every fact kept, 0 = none.")
-    st.dataframe(matrix.reset_index(), hide_index=True, width="stretch",
-                 column_config={"question": st.column_config.TextColumn(width="large")})
+    switch_to("compaction_lab", "Copied. Open the Compaction lab to see the plan with these settings.")
 
 
 def _downloads(results, name):

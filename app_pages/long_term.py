@@ -1,27 +1,24 @@
+# Long-term memory: durable records extracted from turns (global ones shared by every session of the
+# workspace, session ones seen only by their own session), a retrieval run step by step, and adding a
+# record by hand.
+#
+# State: ``ltm_workspace``; the records tab's ``ltm_scope``, ``ltm_session``, ``ltm_table`` (the record
+# selected) and its form (``ltm_summary``, ``ltm_tags``, ``ltm_importance``, loaded as editor
+# ``ltm_record``); the retrieval tab's ``ltm_prompt``, ``ltm_target``, ``ltm_use_model`` and
+# ``ltm_result`` (the last run's result); the add tab's ``ltm_new_session``.
 import json
 
 import streamlit as st
 
 from memorylab import MemoryLabError, Session, to_dataframe
 from memorylab.memory.longterm import LongTermMemory
-from memorylab.lab.samples import LONGTERM_WORKSPACE
-from pages.common import (PICKER_SIZE, changed_since_loaded, completion_settings, escape_markdown, guarded_save,
-                          loaded_version, open_message, selected_rows, setup_page, table_key)
-
-store, session = setup_page("Long-term memory")
-st.title("Long-term memory")
-st.caption("Durable records extracted from turns: global ones shared by every session of the workspace, "
-           "session ones seen only by their own session. Retrieval plans a query, finds keyword "
-           "candidates per scope, reranks them and fits them into a character budget.")
-
-workspace = st.text_input("Workspace", LONGTERM_WORKSPACE, key="ltm_workspace")
-try:
-    viewer = LongTermMemory(store, workspace=workspace)
-except MemoryLabError as error:
-    st.error(str(error))
-    st.stop()
-records_tab, retrieval_tab, add_tab = st.tabs(["Records", "Retrieval run", "Add a record"])
-
+from memorylab.samples import LONGTERM_WORKSPACE
+from lab_ui.escaping import escape_markdown
+from lab_ui.guarded_edits import changed_since_loaded, guarded_save, loaded_version
+from lab_ui.models import completion_settings
+from lab_ui.navigation import open_message
+from lab_ui.sidebar import PICKER_SIZE, setup_page
+from lab_ui.tables import selected_rows, table_key
 
 def session_choice(label, key):
     """A session id from the newest ``PICKER_SIZE`` sessions whose id or title holds what is typed
@@ -70,7 +67,7 @@ def record_editor(record):
             refused=refused, overwrite=lambda expected: save_record(record["id"], expected))
 
 
-with records_tab:
+def render_records():
     filters = st.columns(2)
     scope = filters[0].selectbox("Scope", ["all", "GLOBAL_MEMORY", "SESSION_MEMORY"], key="ltm_scope")
     sessions = sorted({r["session_id"] for r in viewer.records() if r["session_id"]})
@@ -102,7 +99,8 @@ with records_tab:
                 open_message(ref, message_ids[0], Session.open(store, ref[2], tenant_id=ref[0], agent_id=ref[1]))
         record_editor(chosen)
 
-with retrieval_tab:
+
+def render_retrieval():
     prompt = st.text_area("Prompt", "Where is my refund for A-4471, and how will you contact me?", height=80,
                           key="ltm_prompt")
     target = session_choice("As session", "ltm_target")
@@ -140,7 +138,8 @@ with retrieval_tab:
         with st.expander("All diagnostics"):
             st.json(diagnostics)
 
-with add_tab:
+
+def render_add():
     new_session = session_choice("Session (for SESSION_MEMORY)", "ltm_new_session")
     with st.form("ltm_add", clear_on_submit=True):
         summary = st.text_input("Summary")
@@ -155,3 +154,24 @@ with add_tab:
                 st.toast("Record added")
             except MemoryLabError as error:
                 st.error(str(error))
+
+
+store, session = setup_page("Long-term memory")
+st.title("Long-term memory")
+st.caption("Durable records extracted from turns: global ones shared by every session of the workspace, "
+           "session ones seen only by their own session. Retrieval plans a query, finds keyword "
+           "candidates per scope, reranks them and fits them into a character budget.")
+
+workspace = st.text_input("Workspace", LONGTERM_WORKSPACE, key="ltm_workspace")
+try:
+    viewer = LongTermMemory(store, workspace=workspace)
+except MemoryLabError as error:
+    st.error(str(error))
+    st.stop()
+records_tab, retrieval_tab, add_tab = st.tabs(["Records", "Retrieval run", "Add a record"])
+with records_tab:
+    render_records()
+with retrieval_tab:
+    render_retrieval()
+with add_tab:
+    render_add()

@@ -1,2 +1,2 @@
 """What the lab and notebooks show: figures (``viz``) and tree layouts (``treeview``), DataFrames
-(``frames``), notebook views (``notebook``) and the sample conversations (``samples``)."""
+(``frames``) and notebook views (``notebook``)."""

@@ -12,7 +12,10 @@ import streamlit as st
 
 from memorylab import MemoryLabError, compare_branches
 from memorylab.llm.replay import ReplayJob, describe_totals, is_replay_of, replay_mark
-from pages.common import branch_key, completion_settings, escape_markdown, job_progress, select_leaf
+from .escaping import escape_markdown
+from .job_progress import job_progress
+from .models import completion_settings
+from .selection import branch_key, select_leaf
 
 COMPARISON_OPEN = "replay_compare_open"
 PICKER_LEAVES = 200

@@ -1,9 +1,19 @@
+# Chat: talk to the agent on the active branch (regenerate, edit and fork, pin, switch between sibling
+# branches), with what the model sees beside it, and the replay panel below.
+#
+# State: ``chat_ltm`` and ``chat_ltm_model`` (long-term memory toggles), ``chat_threshold``,
+# ``chat_window_<session>_<leaf>`` (how many of the branch's newest messages are drawn),
+# ``focus_message`` (a message another page opened, drawn back to), ``pending`` (a regeneration or edit
+# asked for, run on the next rerun), ``last_request`` (the last request sent on the session) and the
+# replay panel's (lab_ui/replay_panel.py).
 import streamlit as st
 
 from memorylab import MemoryLabError
-from memorylab.messages import is_tool_part
 from memorylab.history.overlays import is_summary_message
-from pages.common import active_leaf, branch_history, branch_key, completion_settings, select_leaf, setup_page
+from lab_ui.chat_messages import branch_switcher, render_parts, sibling_ids
+from lab_ui.models import completion_settings
+from lab_ui.selection import active_leaf, branch_history, branch_key, select_leaf
+from lab_ui.sidebar import setup_page
 
 store, session = setup_page("Chat")
 if session is None:
@@ -12,69 +22,28 @@ if session is None:
 
 from memorylab.llm.chat import ChatRunner, chat_errors  # noqa: E402  (after the page shows: it loads the model layer)
 from memorylab.memory.longterm import LongTermMemory  # noqa: E402
-from memorylab.lab.samples import LONGTERM_WORKSPACE  # noqa: E402
+from memorylab.samples import LONGTERM_WORKSPACE  # noqa: E402
 from memorylab.llm.prompt_cache import prompt_cache_report, turn_cache_caption  # noqa: E402
-from pages.replay_panel import render_replay  # noqa: E402
+from lab_ui.replay_panel import render_replay  # noqa: E402
 
 SHOWN_MESSAGES = 50  # a branch's newest messages drawn at first; earlier ones load on request, as many again
 
-model = st.session_state["model"]
-leaf_id = active_leaf(session)
-chat_column, side_column = st.columns([3, 2], gap="large")
-with side_column:
-    st.subheader("What the model sees")
+
+def chat_runner(model):
+    """The toggles for long-term memory, and the runner they make; returns (runner, long-term memory)."""
     use_long_term = st.toggle(f"Long-term memory (workspace `{LONGTERM_WORKSPACE}`)", value=True, key="chat_ltm",
                               help="Recall records before each turn; store what the model extracts after it.")
     model_steps = st.toggle("Extract, plan and rerank with the model", value=False, key="chat_ltm_model",
                             disabled=not use_long_term,
                             help="Off: recall by keywords only and extract nothing (fast, deterministic). "
                                  "The embedded model is too weak for these steps.")
-try:
-    long_term = LongTermMemory(store, workspace=LONGTERM_WORKSPACE, model=model if model_steps else None,
-                               settings={"model_kwargs": completion_settings()}) if use_long_term else None
-    runner = ChatRunner(session, model=model, long_term=long_term, **completion_settings())
-except MemoryLabError as error:
-    st.error(f"Cannot chat with these settings: {error}")
-    st.stop()
-
-
-def render_parts(message):
-    for part in message["parts"]:
-        if part["type"] == "text":
-            st.markdown(part["text"])
-        elif part["type"] == "reasoning":
-            with st.expander("Reasoning"):
-                st.text(part["text"])
-        elif is_tool_part(part):
-            state = "✓" if "output" in part else "…"
-            with st.expander(f"🔧 {part.get('toolName') or 'tool'} {state}"):
-                if "input" in part:
-                    st.json(part["input"], expanded=False)
-                if "output" in part:
-                    output = part["output"]
-                    st.code(output if isinstance(output, str) else str(output), language=None, wrap_lines=True)
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def sibling_ids(branch, parent_ids, _session):
-    """``{parent id: its children's ids, oldest first}`` for the drawn messages, read once per branch
-    version (a regeneration or an edit is a new message, so it makes a new version)."""
-    return {parent_id: [m["id"] for m in _session.get_branches(parent_id)] for parent_id in parent_ids}
-
-
-def branch_switcher(message, column, siblings):
-    """◀ n/m ▶ between the siblings of ``message`` (regenerations and edits)."""
-    if len(siblings) < 2:
-        return
-    index = siblings.index(message["id"])
-    back, label, forward = column.columns([1, 2, 1])
-    label.caption(f"branch {index + 1}/{len(siblings)}")
-    if back.button("◀", key=f"prev_{message['id']}", disabled=index == 0):
-        select_leaf(session.get_leaf_for(siblings[index - 1]))
-        st.rerun()
-    if forward.button("▶", key=f"next_{message['id']}", disabled=index == len(siblings) - 1):
-        select_leaf(session.get_leaf_for(siblings[index + 1]))
-        st.rerun()
+    try:
+        long_term = LongTermMemory(store, workspace=LONGTERM_WORKSPACE, model=model if model_steps else None,
+                                   settings={"model_kwargs": completion_settings()}) if use_long_term else None
+        return ChatRunner(session, model=model, long_term=long_term, **completion_settings()), long_term
+    except MemoryLabError as error:
+        st.error(f"Cannot chat with these settings: {error}")
+        st.stop()
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -107,10 +76,8 @@ def run_turn(make_stream):
     st.rerun()
 
 
-with chat_column:
-    st.title("Chat")
-    history = branch_history(session, leaf_id)  # read once per branch version, for the chat, budget and request
-    # A long branch draws only its newest messages: Streamlit pays for every element on every rerun.
+def shown_window(history):
+    """The newest messages drawn (back to a message another page opened), and "Show earlier"."""
     window_key = f"chat_window_{session.session_id}_{leaf_id}"
     shown = st.session_state.get(window_key, SHOWN_MESSAGES)
     focus = st.session_state.pop("focus_message", None)  # opened from Search: draw back to that message
@@ -124,7 +91,44 @@ with chat_column:
         if st.button(f"Show {earlier} earlier messages", key="chat_earlier", icon="⬆️"):
             st.session_state[window_key] = shown + earlier
             st.rerun()
-    window = history[len(history) - shown:]
+    return history[len(history) - shown:]
+
+
+def render_message(message, pinned, cached, siblings):
+    """One stored message with its actions: pin, regenerate (an answer), edit and fork (a question)."""
+    avatar = {"system": "⚙️", "tool": "🔧"}.get(message["role"])
+    with st.chat_message(message["role"], avatar=avatar):
+        if pinned:
+            st.caption("📌 Pinned: compactions keep this message whole")
+        render_parts(message)
+        if message["id"] in cached:
+            st.caption(turn_cache_caption(cached[message["id"]]))
+        actions = st.columns([1, 1, 2])
+        if actions[1].button("📌", key=f"pin_{message['id']}", type="primary" if pinned else "secondary",
+                             help="Unpin: let compactions summarize it again" if pinned
+                             else "Pin: compactions keep this message whole"):
+            toggle_pin(message["id"], pinned)
+        if message["role"] == "assistant" and message["parent_id"]:
+            if actions[0].button("↻", key=f"regen_{message['id']}", help="Regenerate: a new sibling branch"):
+                st.session_state["pending"] = ("regenerate", message["id"], None)
+        if message["role"] == "user":
+            # Its text box is drawn only while open: fifty of them would cost every rerun.
+            editor = actions[0].popover("✎", help="Edit: fork a new branch from here",
+                                        key=f"edit_{message['id']}", on_change="rerun")
+            if editor.open:
+                with editor:
+                    edited = st.text_area("Edited message",
+                                          message["parts"][0].get("text", "") if message["parts"] else "",
+                                          key=f"edit_text_{message['id']}")
+                    if st.button("Fork and answer", key=f"fork_{message['id']}"):
+                        st.session_state["pending"] = ("edit", message["id"], edited)
+        branch_switcher(session, message, actions[2], siblings.get(message["parent_id"], ()))
+
+
+def render_chat(history):
+    st.title("Chat")
+    # A long branch draws only its newest messages: Streamlit pays for every element on every rerun.
+    window = shown_window(history)
     siblings = sibling_ids(branch_key(session, leaf_id), tuple(m["parent_id"] for m in window if m.get("parent_id")),
                            session)
     cached = cache_rows(branch_key(session, leaf_id), session, leaf_id)
@@ -134,36 +138,12 @@ with chat_column:
                 covered = message["metadata"]["compaction"]["covered_messages"]
                 st.caption(f"Summary standing in for {covered} earlier messages (originals kept)")
                 render_parts(message)
-            continue
-        avatar = {"system": "⚙️", "tool": "🔧"}.get(message["role"])
-        pinned = message["id"] in history.pinned_ids
-        with st.chat_message(message["role"], avatar=avatar):
-            if pinned:
-                st.caption("📌 Pinned: compactions keep this message whole")
-            render_parts(message)
-            if message["id"] in cached:
-                st.caption(turn_cache_caption(cached[message["id"]]))
-            actions = st.columns([1, 1, 2])
-            if actions[1].button("📌", key=f"pin_{message['id']}", type="primary" if pinned else "secondary",
-                                 help="Unpin: let compactions summarize it again" if pinned
-                                 else "Pin: compactions keep this message whole"):
-                toggle_pin(message["id"], pinned)
-            if message["role"] == "assistant" and message["parent_id"]:
-                if actions[0].button("↻", key=f"regen_{message['id']}", help="Regenerate: a new sibling branch"):
-                    st.session_state["pending"] = ("regenerate", message["id"], None)
-            if message["role"] == "user":
-                # Its text box is drawn only while open: fifty of them would cost every rerun.
-                editor = actions[0].popover("✎", help="Edit: fork a new branch from here",
-                                            key=f"edit_{message['id']}", on_change="rerun")
-                if editor.open:
-                    with editor:
-                        edited = st.text_area("Edited message",
-                                              message["parts"][0].get("text", "") if message["parts"] else "",
-                                              key=f"edit_text_{message['id']}")
-                        if st.button("Fork and answer", key=f"fork_{message['id']}"):
-                            st.session_state["pending"] = ("edit", message["id"], edited)
-            branch_switcher(message, actions[2], siblings.get(message["parent_id"], ()))
+        else:
+            render_message(message, message["id"] in history.pinned_ids, cached, siblings)
 
+
+def render_turn():
+    """The input box, and the turn it or a pending regeneration or edit streams above it."""
     turn_area = st.container()  # a new turn streams here, above the input box
     prompt = st.chat_input("Message the agent")
     with turn_area:
@@ -181,7 +161,10 @@ with chat_column:
                 st.markdown(prompt)
             run_turn(lambda: runner.stream(prompt, leaf_id=leaf_id))
 
-with side_column:
+
+def render_what_the_model_sees(history):
+    """The frozen prompt, the estimate against the threshold, the recalled memories, the exact request
+    and the model's errors."""
     frozen = session.freeze_system_prompt()
     with st.expander(f"Frozen system prompt ({len(frozen):,} characters)"):
         st.code(frozen or "(no context blocks)", language=None, wrap_lines=True)
@@ -221,5 +204,18 @@ with side_column:
             for record in reversed(errors):
                 st.error(f"{record['at']} · {record.get('model')} · {record.get('message')}")
 
+
+model = st.session_state["model"]
+leaf_id = active_leaf(session)
+chat_column, side_column = st.columns([3, 2], gap="large")
+with side_column:
+    st.subheader("What the model sees")
+    runner, long_term = chat_runner(model)
+with chat_column:
+    history = branch_history(session, leaf_id)  # read once per branch version, for the chat, budget and request
+    render_chat(history)
+    render_turn()
+with side_column:
+    render_what_the_model_sees(history)
 st.divider()
 render_replay(session, leaf_id, long_term=long_term)

@@ -1,208 +1,21 @@
-"""The Experiments page's editor: a spec shown as tables (arms, one probe table per case) and read back.
-
-The page keeps a *draft* in ``st.session_state["exp_draft"]``: ``{"origin", "spec", "base", "keys"}``.
-``spec`` is the spec as edited so far, the plain YAML-like dict ``ExperimentSpec.to_dict`` gives. The
-editors of a section ("arms": the top-level settings and the arms; "cases") are built from
-``base[section]`` under the widget keys ``keys[section]``; what the user types stays in the editors'
-own state. A section is drawn only while its tab is open, and an editor not drawn in a rerun loses
-that state, so a section whose editors are gone starts again from ``spec`` under fresh keys.
-Changes that add or remove rows (duplicate an arm, add a case, add proposed probes) are returned as
-functions from the spec dict to a new one, which the page applies once every open table was read.
-"""
-import copy
-import json
-import math
-
+"""The Experiments page's Cases and probes tab: one tab per case (its leaf and probe table, probes
+proposed by a model, removal), the automatic cases as written, and "Add a case" (see
+``experiment_drafts`` for the draft they edit)."""
 import pandas as pd
 import streamlit as st
 
 from memorylab import MemoryLabError, Session
-from memorylab.experiments import PROBE_KINDS, STRATEGY_DEFAULTS, STRATEGY_HELP, Arm, plan_for, propose_probes
-from memorylab.experiments.spec import AUTO
-from memorylab.history.compaction import DEFAULT_SUMMARY_TEMPLATE
-from memorylab.lab.treeview import preview
+from memorylab.display.treeview import preview
+from memorylab.experiments import PROBE_KINDS, plan_for, propose_probes
 
-from pages.common import completion_settings, escape_markdown
+from .escaping import escape_markdown
+from .experiment_arms import compaction_arm
+from .experiment_drafts import is_automatic, plain, section_key
+from .models import completion_settings
 
-SETTING_HELP = {
-    "protect_head": "summarize, extractive: messages kept verbatim at the start (default 3)",
-    "tail_token_budget": "summarize, extractive: tokens of recent messages kept verbatim "
-                         "(blank: a quarter of the branch)",
-    "min_tail_messages": "summarize, extractive: recent messages kept whatever their size (default 2)",
-    "model": "summarize: any litellm model string (blank: the embedded model)",
-    "max_length": "window: characters the window holds (default 12000)",
-    "handler": "window: the resize handler (default simple_cut)",
-    "keep_recent": "truncate: newest messages left whole (default 4)",
-    "max_tool_output_chars": "truncate: longest older tool output kept (default 500)",
-    "max_text_chars": "truncate: longest older text kept (default 10000)",
-}
-TEXT_SETTINGS = ("model", "handler")
-ARM_COLUMNS = ("name", "strategy", *SETTING_HELP, "min_score")
-HIDDEN_ARM_COLUMNS = ("template", "completion")
-"""Kept in the table, so they follow their row, and edited under it: too long for a cell."""
 PROBE_COLUMNS = ("id", "kind", "question", "facts", "answer")
 FACT_SEPARATOR = "; "
 COMPACTING = ("summarize", "extractive")
-
-
-def plain(value):
-    """A cell as the spec wants it: blank is None, a whole float (pandas' integers with blanks) an int."""
-    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
-        return None
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        return value.strip() or None
-    return value
-
-
-def section_key(draft, section, sentinel):
-    """The widget-key suffix of a section's editors. When ``sentinel(key)``, one of its widget keys, is
-    not in the session state, its editors were not drawn in the last rerun: they start afresh from
-    the spec as edited so far, under a new key."""
-    key = draft["keys"].get(section)
-    if key is None or sentinel(key) not in st.session_state:
-        key = draft["keys"][section] = st.session_state["exp_keys"] = st.session_state.get("exp_keys", 0) + 1
-        draft["base"][section] = copy.deepcopy(draft["spec"] if section == "arms" else draft["spec"]["cases"])
-    return key
-
-
-def edit_arms(draft):
-    """The arms section: the spec's top-level settings, the arms table, each summarize arm's template,
-    and "Duplicate". Returns ``(spec, problems, changes)``: the spec with the arms as edited, what
-    the page itself could not read (a completion that is not JSON), and the changes to apply."""
-    key = section_key(draft, "arms", lambda k: f"exp_arms:{k}")
-    top = _edit_settings(draft["base"]["arms"], key)
-    arms, problems, changes = _edit_arm_table(draft["base"]["arms"]["arms"], key)
-    return top | {"arms": arms, "cases": draft["spec"]["cases"]}, problems, changes
-
-
-def _edit_settings(spec, version) -> dict:
-    """Name, description, concurrency and the threshold of every arm: the spec's top-level keys."""
-    name, concurrency, min_score = st.columns([3, 1, 1])
-    top = {
-        "name": name.text_input("Name", spec.get("name", ""), key=f"exp_name:{version}",
-                                help="Saving under another name keeps both experiments."),
-        "description": st.text_area("Description", spec.get("description", ""), height=68,
-                                    key=f"exp_description:{version}"),
-        "concurrency": concurrency.number_input("Concurrency", 1, 64, spec.get("concurrency", 4),
-                                                key=f"exp_concurrency:{version}", help="Model calls at once"),
-    }
-    threshold = min_score.number_input("Min score, every arm", 0.0, 1.0, spec.get("min_score"), step=0.05,
-                                       key=f"exp_min_score:{version}",
-                                       help="The mean probe score an arm must reach unless it sets its own")
-    if threshold is not None:
-        top["min_score"] = threshold
-    if spec.get("grader"):
-        top["grader"] = spec["grader"]
-    return top
-
-
-# -- arms ----------------------------------------------------------------------------------------
-
-
-def arms_table(arms) -> pd.DataFrame:
-    """The arms (flat YAML form) as the editor's rows."""
-    rows = [{column: arm.get(column) for column in ARM_COLUMNS}
-            | {"template": arm.get("template"),
-               "completion": json.dumps(arm["completion"]) if arm.get("completion") else None}
-            for arm in arms]
-    frame = pd.DataFrame(rows, columns=[*ARM_COLUMNS, *HIDDEN_ARM_COLUMNS])
-    numeric = [c for c in ARM_COLUMNS if c not in ("name", "strategy", *TEXT_SETTINGS)]
-    frame[numeric] = frame[numeric].apply(pd.to_numeric)
-    return frame
-
-
-def arm_from_row(row) -> dict:
-    """One editor row as a flat arm: the settings its strategy reads, blanks left to their defaults
-    (the template and completion arguments are read from their own editor)."""
-    row = {key: plain(value) for key, value in row.items()}
-    arm = {"name": row["name"], "strategy": row["strategy"]}
-    arm.update((key, row[key]) for key in STRATEGY_DEFAULTS.get(row["strategy"], {})
-               if key in ARM_COLUMNS and row[key] is not None)
-    if row["min_score"] is not None:
-        arm["min_score"] = row["min_score"]
-    return arm
-
-
-def compaction_arm(arm) -> Arm:
-    """The engine's ``Arm`` of a flat summarize or extractive arm, for its compaction plan."""
-    defaults = STRATEGY_DEFAULTS[arm["strategy"]]
-    return Arm(name=arm["name"], strategy=arm["strategy"],
-               settings=defaults | {key: value for key, value in arm.items() if key in defaults})
-
-
-def duplicate_arm(spec, name):
-    """``spec`` with a copy of arm ``name`` after it, named ``name-copy`` (or ``-copy-2``…)."""
-    names = {arm["name"] for arm in spec["arms"]}
-    copy_name = next(f"{name}-copy{suffix}" for suffix in ("", *(f"-{n}" for n in range(2, 1000)))
-                     if f"{name}-copy{suffix}" not in names)
-    arms = []
-    for arm in spec["arms"]:
-        arms.append(arm)
-        if arm["name"] == name:
-            arms.append(copy.deepcopy(arm) | {"name": copy_name})
-    return spec | {"arms": arms}
-
-
-def _edit_arm_table(arms, version):
-    st.caption("One row per arm. Each strategy reads its own columns (hover a header); blank cells take the "
-               "defaults and columns another strategy reads are ignored. Add a row at the bottom of the table, "
-               "delete one by selecting it. "
-               + " ".join(f"**{name}**: {text}." for name, text in STRATEGY_HELP.items()))
-    config = {
-        "name": st.column_config.TextColumn(required=True, help="Unique within the experiment"),
-        "strategy": st.column_config.SelectboxColumn(options=list(STRATEGY_DEFAULTS), required=True,
-                                                     default="extractive"),
-        "min_score": st.column_config.NumberColumn(
-            min_value=0.0, max_value=1.0, step=0.01, format="%.2f",
-            help="The mean probe score this arm must reach (blank: the experiment's)"),
-    }
-    for key, text in SETTING_HELP.items():
-        config[key] = (st.column_config.TextColumn(help=text) if key in TEXT_SETTINGS
-                       else st.column_config.NumberColumn(min_value=0, step=1, help=text))
-    edited = st.data_editor(arms_table(arms), key=f"exp_arms:{version}", num_rows="dynamic", hide_index=True,
-                            column_order=ARM_COLUMNS, column_config=config, placeholder="default", width="stretch")
-    arms, problems, changes = [], [], []
-    for index, row in enumerate(edited.to_dict("records")):
-        arm = arm_from_row(row)
-        if arm["strategy"] == "summarize":
-            problem = _template_editor(arm, row, f"{version}:{index}")
-            if problem:
-                problems.append(problem)
-        arms.append(arm)
-    named = [arm["name"] for arm in arms if arm["name"]]
-    if named:
-        left, right = st.columns([3, 1], vertical_alignment="bottom")
-        chosen = left.selectbox("Arm to duplicate", named, key=f"exp_duplicate_arm:{version}")
-        if right.button("Duplicate the arm", key=f"exp_duplicate:{version}", width="stretch"):
-            changes.append(lambda spec: duplicate_arm(spec, chosen))
-    return arms, problems, changes
-
-
-def _template_editor(arm, row, key):
-    """The prompt template and completion arguments of one summarize arm, in an expander; fills
-    them into ``arm``. Returns a problem, or None."""
-    with st.expander(f"Prompt and completion of arm “{escape_markdown(arm['name'] or 'unnamed')}”", icon="📝"):
-        template = st.text_area("Summary prompt template", plain(row["template"]) or DEFAULT_SUMMARY_TEMPLATE,
-                                height=220, key=f"exp_template:{key}",
-                                help="Placeholders: {transcript} (required), {previous_summary}, {target_tokens}.")
-        completion = st.text_input("Completion arguments (JSON)", plain(row["completion"]) or "{}",
-                                   key=f"exp_completion:{key}",
-                                   help='Passed to litellm.completion, e.g. {"temperature": 0, "max_tokens": 300}. '
-                                        "Keys come from the environment, never from here.")
-    if template.strip() != DEFAULT_SUMMARY_TEMPLATE.strip():
-        arm["template"] = template
-    try:
-        parsed = json.loads(completion or "{}")
-    except ValueError as error:
-        return f"arm {arm['name']!r}: the completion arguments are not JSON ({error})"
-    if parsed:
-        arm["completion"] = parsed
-    return None
-
-
-# -- cases and probes ----------------------------------------------------------------------------
 
 
 def probes_table(probes) -> pd.DataFrame:
@@ -243,12 +56,6 @@ def add_probes(spec, case_name, probes):
             case = case | {"probes": [*case["probes"], *added]}
         cases.append(case)
     return spec | {"cases": cases}
-
-
-def is_automatic(case) -> bool:
-    """A case whose probes, or whose sessions, are chosen when the experiment runs (``probes: auto``,
-    ``select:``): shown as written, not in the probe editor."""
-    return "select" in case or case.get("probes") == AUTO
 
 
 def _automatic_cases(cases, key):

@@ -1,0 +1,104 @@
+"""The Experiments page's drill-down: one case of a trial arm by arm (outputs, the probes each arm
+missed), a diff of two outputs, and the probe matrix."""
+import difflib
+
+import streamlit as st
+
+from memorylab import MemoryLabError
+from memorylab.display.treeview import preview
+
+from .escaping import escape_markdown
+
+TAIL_MESSAGES = 4
+"""Messages of a compacted context shown for an arm that wrote no summary."""
+SIDE_BY_SIDE = 4
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _context(key, _experiments, _run):
+    """The compacted context of one run (runs never change, so its key is enough)."""
+    return _experiments.context(_run)
+
+
+def drill_down(experiments, view, key):
+    """One case's runs side by side; ``key`` (experiment and trial) keeps each trial's choices apart,
+    since trials can differ in arms and cases."""
+    results = view.results
+    st.subheader("One case, arm by arm")
+    left, right = st.columns([1, 3])
+    case = left.selectbox("Case", results.cases, key=f"exp_case:{key}")
+    ranked = list(view.leaderboard["arm"])
+    shown = right.multiselect("Arms side by side", ranked, default=ranked[:min(3, len(ranked))],
+                              max_selections=SIDE_BY_SIDE, key=f"exp_side_by_side:{key}")
+    outputs = {}
+    for arm, column in zip(shown, st.columns(max(len(shown), 1))):
+        run = results.run(arm, case)
+        with column:
+            outputs[arm] = _arm_output(experiments, run, view.probes, arm, case)
+    _diff(results, experiments, case, outputs, key)
+    _probe_matrix(view.probes, case)
+
+
+def _arm_output(experiments, run, probes, arm, case):
+    """One arm's column: its score, its output, the probes it missed. Returns the output's text."""
+    st.markdown(f"**{escape_markdown(arm)}**")
+    if run is None:
+        st.info("No run of this arm on this case in this trial (cancelled).")
+        return ""
+    saved = run["tokens_before"] - run["tokens_after"]
+    st.caption(f"{run['strategy']} · score {run['score'] or 0:.2f} · {run['tokens_after']:,} tokens after "
+               f"({saved:,} saved)" + (f" · {run['model']}" if run["model"] else ""))
+    if run["error"]:
+        st.error(run["error"])
+        return ""
+    text = _output_text(experiments, run)
+    st.code(text, language=None, wrap_lines=True, height=260)
+    missed = probes[(probes["arm"] == arm) & (probes["case"] == case) & (probes["score"] < 1)]
+    if missed.empty:
+        st.success("Kept every probe.")
+    else:
+        st.dataframe(missed[["probe", "kind", "missed"]], hide_index=True, width="stretch",
+                     column_config={"missed": st.column_config.TextColumn("missing facts")})
+    return text
+
+
+def _output_text(experiments, run):
+    """What to read of a run: its summary, else the newest messages of the context it left ("" when
+    it has none)."""
+    if run is None or run["error"]:
+        return ""
+    if run["summary"]:
+        return run["summary"]
+    try:
+        context = _context(run["pk"], experiments, run)
+    except MemoryLabError as error:
+        return f"(its context cannot be read: {error})"
+    lines = [f"[{m['role']}] {preview(m, 400)}" for m in context[-TAIL_MESSAGES:]]
+    if len(context) > TAIL_MESSAGES:
+        lines.insert(0, f"… {len(context) - TAIL_MESSAGES:,} earlier messages of {len(context):,}")
+    return "\n\n".join(lines)
+
+
+def _diff(results, experiments, case, outputs, key):
+    arms = results.arms
+    if len(arms) < 2:
+        return
+    with st.expander("Diff two arms' outputs on this case", icon="🔀"):
+        shown = list(outputs) or arms
+        left, right = st.columns(2)
+        first = left.selectbox("From arm", arms, index=arms.index(shown[0]), key=f"exp_diff_from:{key}")
+        second = right.selectbox("To arm", arms, index=arms.index(shown[1] if len(shown) > 1 else arms[1]),
+                                 key=f"exp_diff_to:{key}")
+        texts = [outputs.get(arm) or _output_text(experiments, results.run(arm, case)) for arm in (first, second)]
+        diff = "\n".join(difflib.unified_diff(texts[0].splitlines(), texts[1].splitlines(), first, second, lineterm=""))
+        st.code(diff or "The two outputs are the same.", language="diff", wrap_lines=True)
+
+
+def _probe_matrix(probes, case):
+    on_case = probes[probes["case"] == case]
+    if on_case.empty:
+        return
+    matrix = on_case.pivot_table(index=["probe", "kind", "question"], columns="arm", values="score", sort=False)
+    st.markdown("**Probes on this case**: 1 = every fact kept, 0 = none.")
+    st.dataframe(matrix.reset_index(), hide_index=True, width="stretch",
+                 column_config={"question": st.column_config.TextColumn(width="large")})
