@@ -6,16 +6,16 @@
 # the store (``store.sessions.stamp()``, one cheap read) and shared by every rerun and browser tab.
 import streamlit as st
 
-from memorylab import MemoryLabError, Session
-from memorylab.audit import iter_store_audits, retention_totals
-from memorylab.display.frames import audit_table, worst_first
-from memorylab.display.viz import retention_figure
 from lab_ui.audit_panel import dropped_panel, open_on_tree
 from lab_ui.damaged_rows import named_again, recording_damaged_rows
 from lab_ui.navigation import link_to
 from lab_ui.sidebar import setup_page
 from lab_ui.store import database_target
 from lab_ui.tables import selected_rows, table_key
+from memorylab import MemoryLabError, Session
+from memorylab.audit import iter_store_audits, retention_totals
+from memorylab.display.frames import audit_table, worst_first
+from memorylab.display.viz import retention_figure
 
 COLUMNS = {
     "session_id": st.column_config.TextColumn("session"),

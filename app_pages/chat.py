@@ -8,23 +8,23 @@
 # replay panel's (lab_ui/replay_panel.py).
 import streamlit as st
 
-from memorylab import MemoryLabError
-from memorylab.history.overlays import is_summary_message
 from lab_ui.chat_messages import branch_switcher, render_parts, sibling_ids
 from lab_ui.models import completion_settings
 from lab_ui.selection import active_leaf, branch_history, branch_key, select_leaf
 from lab_ui.sidebar import setup_page
+from memorylab import MemoryLabError
+from memorylab.history.overlays import is_summary_message
 
 store, session = setup_page("Chat")
 if session is None:
     st.title("Chat")
     st.stop()
 
+from lab_ui.replay_panel import render_replay  # noqa: E402
 from memorylab.llm.chat import ChatRunner, chat_errors  # noqa: E402  (after the page shows: it loads the model layer)
+from memorylab.llm.prompt_cache import prompt_cache_report, turn_cache_caption  # noqa: E402
 from memorylab.memory.longterm import LongTermMemory  # noqa: E402
 from memorylab.samples import LONGTERM_WORKSPACE  # noqa: E402
-from memorylab.llm.prompt_cache import prompt_cache_report, turn_cache_caption  # noqa: E402
-from lab_ui.replay_panel import render_replay  # noqa: E402
 
 SHOWN_MESSAGES = 50  # a branch's newest messages drawn at first; earlier ones load on request, as many again
 

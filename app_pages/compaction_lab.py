@@ -8,14 +8,14 @@
 import pandas as pd
 import streamlit as st
 
-from memorylab.history.compaction import DEFAULT_SUMMARY_TEMPLATE
-from memorylab.history.overlays import shown_overlay_ids
 from lab_ui.audit_panel import dropped_panel, session_audits
 from lab_ui.compaction_ab import arm_column, comparison_results, facts_to_keep, run_comparison
 from lab_ui.compaction_plans import plan_or_error, seed_lab, setting_controls, shortened_messages, stored_sizes
 from lab_ui.compaction_review import render_plan, review_proposal, run_summarizer
 from lab_ui.selection import active_leaf, branch_history, branch_key
 from lab_ui.sidebar import session_page
+from memorylab.history.compaction import DEFAULT_SUMMARY_TEMPLATE
+from memorylab.history.overlays import shown_overlay_ids
 
 AUDIT_ON_RENDER_MESSAGES = 2000  # a session up to this long has its overlays audited as the tab draws
 

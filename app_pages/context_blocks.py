@@ -9,10 +9,10 @@ import difflib
 import pandas as pd
 import streamlit as st
 
-from memorylab import MemoryLabError
-from memorylab.display.viz import budget_figure
 from lab_ui.guarded_edits import changed_since_loaded, guarded_save, loaded_version
 from lab_ui.sidebar import session_page
+from memorylab import MemoryLabError
+from memorylab.display.viz import budget_figure
 
 TAGS = {"readonly": "🔒 readonly", "writable": "✏️ writable", "searchable": "🔎 searchable", "skill": "📚 loadable"}
 

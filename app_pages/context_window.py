@@ -6,12 +6,12 @@
 import pandas as pd
 import streamlit as st
 
-from memorylab.history.budget import HistoryBudget, prompt_and_tool_rows
-from memorylab.display.viz import context_window_figure, prompt_cache_figure
-from memorylab.llm.models import KEYED_PROVIDERS
-from memorylab.llm.prompt_cache import dollars, prompt_cache_report
 from lab_ui.selection import active_leaf, branch_history, branch_key
 from lab_ui.sidebar import session_page
+from memorylab.display.viz import context_window_figure, prompt_cache_figure
+from memorylab.history.budget import HistoryBudget, prompt_and_tool_rows
+from memorylab.llm.models import KEYED_PROVIDERS
+from memorylab.llm.prompt_cache import dollars, prompt_cache_report
 
 OWN_MODEL = "each turn's own model"
 

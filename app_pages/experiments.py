@@ -9,18 +9,28 @@
 import streamlit as st
 import yaml
 
-from memorylab import MemoryLabError
-from memorylab.experiments import Experiments
-
 from lab_ui.escaping import escape_markdown
 from lab_ui.experiment_arms import edit_arms
 from lab_ui.experiment_cases import edit_cases
-from lab_ui.experiment_drafts import (FROM_SAMPLE, UPLOAD, checked, current_draft, guarded_version, page_tenant,
-                                      run_draft, save_draft, saved_origin, set_draft, stale_draft)
+from lab_ui.experiment_drafts import (
+    FROM_SAMPLE,
+    UPLOAD,
+    checked,
+    current_draft,
+    guarded_version,
+    page_tenant,
+    run_draft,
+    save_draft,
+    saved_origin,
+    set_draft,
+    stale_draft,
+)
 from lab_ui.experiment_results import results_panel
 from lab_ui.job_progress import job_progress
 from lab_ui.models import sidebar_api_hosts
 from lab_ui.sidebar import setup_page
+from memorylab import MemoryLabError
+from memorylab.experiments import Experiments
 
 
 def pick_experiment(listing):

@@ -10,15 +10,16 @@ import json
 
 import streamlit as st
 
-from memorylab import MemoryLabError, Session, to_dataframe
-from memorylab.memory.longterm import LongTermMemory
-from memorylab.samples import LONGTERM_WORKSPACE
 from lab_ui.escaping import escape_markdown
 from lab_ui.guarded_edits import changed_since_loaded, guarded_save, loaded_version
 from lab_ui.models import completion_settings
 from lab_ui.navigation import open_message
 from lab_ui.sidebar import PICKER_SIZE, setup_page
 from lab_ui.tables import selected_rows, table_key
+from memorylab import MemoryLabError, Session, to_dataframe
+from memorylab.memory.longterm import LongTermMemory
+from memorylab.samples import LONGTERM_WORKSPACE
+
 
 def session_choice(label, key):
     """A session id from the newest ``PICKER_SIZE`` sessions whose id or title holds what is typed

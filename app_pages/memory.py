@@ -10,9 +10,6 @@ import datetime as dt
 
 import streamlit as st
 
-from memorylab import KVStore, Memory, MemoryAdmin, MemoryLabError, StaleWriteError, identify, to_dataframe
-from memorylab.memory.admin import ACTIONS
-from memorylab.memory.kv import kv_namespaces
 from lab_ui.guarded_edits import loaded_version, rebase_editor, reload_editor
 from lab_ui.kv_editor import entries_table, kv_editor
 from lab_ui.models import sidebar_summarizer
@@ -20,6 +17,9 @@ from lab_ui.navigation import link_to
 from lab_ui.selection import select_session
 from lab_ui.sidebar import setup_page
 from lab_ui.tables import selected_rows, table_key
+from memorylab import KVStore, Memory, MemoryAdmin, MemoryLabError, StaleWriteError, identify, to_dataframe
+from memorylab.memory.admin import ACTIONS
+from memorylab.memory.kv import kv_namespaces
 
 MEMORY_TABLE = {
     "id": st.column_config.TextColumn("memory key"), "entity_type": "entity", "entity_value": "value",

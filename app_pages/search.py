@@ -4,12 +4,12 @@
 # State: ``search_query``, ``search_scope``, ``search_roles`` and ``search_limit`` (the form's widgets).
 import streamlit as st
 
-from memorylab import Session
-from memorylab.store import ALL_TENANTS, SNIPPET_MARKS
 from lab_ui.escaping import escape_markdown
 from lab_ui.navigation import open_message
 from lab_ui.selection import session_row
 from lab_ui.sidebar import setup_page
+from memorylab import Session
+from memorylab.store import ALL_TENANTS, SNIPPET_MARKS
 
 
 def search_form(tenant):

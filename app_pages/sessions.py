@@ -8,13 +8,12 @@ import math
 
 import streamlit as st
 
-from memorylab import to_dataframe
-
 from lab_ui.import_panel import import_panel
 from lab_ui.navigation import link_to
 from lab_ui.selection import select_session
 from lab_ui.sidebar import offer_samples, setup_page
 from lab_ui.tables import selected_rows, table_key
+from memorylab import to_dataframe
 
 PAGE_SIZE = 100  # rows at once: a store of thousands of sessions is paged and searched in SQL
 COLUMNS = {"session_id": "session", "title": "title", "agent_id": "agent", "tenant_id": "tenant",

@@ -9,16 +9,16 @@
 import pandas as pd
 import streamlit as st
 
+from lab_ui.audit_panel import dropped_panel, session_audits
+from lab_ui.pin_manager import pin_manager
+from lab_ui.selection import active_leaf, branch_key, select_leaf
+from lab_ui.sidebar import session_page
 from memorylab import DamagedRowError
-from memorylab.history.overlays import SUMMARY_ID_PREFIX, is_summary_message
 from memorylab.display.frames import to_dataframe
 from memorylab.display.treeview import SessionTree, preview
 from memorylab.display.viz import VIEW_COLUMNS, tree_layout_figure
+from memorylab.history.overlays import SUMMARY_ID_PREFIX, is_summary_message
 from memorylab.shapes import Messages
-from lab_ui.pin_manager import pin_manager
-from lab_ui.audit_panel import dropped_panel, session_audits
-from lab_ui.selection import active_leaf, branch_key, select_leaf
-from lab_ui.sidebar import session_page
 
 PATH_PAGE = 50  # rows of the active path shown at first, and added by each "Show earlier" click
 

@@ -799,8 +799,8 @@ def bench_experiment(config, workdir):
     import yaml
 
     from memorylab.experiments import Experiments
-    from memorylab.samples import SAMPLE_DIR, load_samples
     from memorylab.llm.models import complete_text
+    from memorylab.samples import SAMPLE_DIR, load_samples
 
     complete_text("warm up", model="openai/gpt-4o-mini", mock_response="ok")  # litellm's import is not bookkeeping
     spec = yaml.safe_load((SAMPLE_DIR / "experiments" / "sample.yaml").read_text(encoding="utf-8"))
@@ -1070,6 +1070,7 @@ def bench_scale(workdir, url=None, *, million=False):
     """The issue-22 store (benchmarks/scale.py) on SQLite and, copied there, on PostgreSQL; with
     ``million`` the store is filled to 1,000,000 messages and only search and history are measured."""
     from scale import build_scale_store, fill_store
+
     from memorylab.store_copy import copy_store
 
     target = workdir / "scale.db"
@@ -1108,6 +1109,7 @@ def bench_memory(workdir, url=None, messages=MEMORY_MESSAGES):
     ``messages`` messages (benchmarks/scale.py's long session), in a fresh process each, on SQLite and,
     copied there, on PostgreSQL (memory of this client process; the server's is its own)."""
     from scale import MEMORY_OPERATIONS, add_long_session, memory_growth
+
     from memorylab.store_copy import copy_store
 
     target = workdir / "memory.db"

@@ -7,8 +7,9 @@ naming it there) or, for one an earlier summary stated, on that summary's band (
 import streamlit as st
 
 from memorylab.audit import KINDS, audit_proposal, audit_session
-from memorylab.history.overlays import SUMMARY_ID_PREFIX
 from memorylab.display.frames import to_dataframe
+from memorylab.history.overlays import SUMMARY_ID_PREFIX
+
 from .navigation import open_message
 from .selection import branch_key
 

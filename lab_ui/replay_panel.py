@@ -12,6 +12,7 @@ import streamlit as st
 
 from memorylab import MemoryLabError, compare_branches
 from memorylab.llm.replay import ReplayJob, describe_totals, is_replay_of, replay_mark
+
 from .escaping import escape_markdown
 from .job_progress import job_progress
 from .models import completion_settings

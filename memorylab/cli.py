@@ -12,13 +12,13 @@ from .audit.files import audit_files
 from .audit.report import write_audits
 from .check import check_database, repair_database
 from .errors import DamagedRowWarning, InvalidInputError, MemoryLabError
+from .history.session import Session
 from .importers import FORMATS, ReadBudget, detect_format, import_source, source_format
 from .io import write_export
-from .store_copy import copy_store
 from .samples import load_samples
-from .history.session import Session
 from .store import Store, is_postgres_url
 from .store.sqlite import writes_over
+from .store_copy import copy_store
 
 DEFAULT_DB = os.environ.get("MEMORYLAB_DB", "memorylab.db")
 

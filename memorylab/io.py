@@ -12,12 +12,12 @@ from typing import Any
 
 from .context.blocks import check_label
 from .errors import ImportFormatError, MemoryLabError
-from .messages import normalized_and_measured, to_utc_iso
 from .history.pins import pin_note_problem
 from .history.session import Session
+from .history.truncation import enforce_row_size_limit
+from .messages import normalized_and_measured, to_utc_iso
 from .store import capabilities
 from .tokens import estimate_message_tokens
-from .history.truncation import enforce_row_size_limit
 from .validation import is_integer
 
 EXPORT_FORMAT = "memorylab.session"

@@ -18,11 +18,11 @@ from .errors import (
     ConflictError,
     InvalidInputError,
     MemoryLabError,
-    StoreCopyError,
     NotFoundError,
+    StoreCopyError,
 )
-from .io import export_session
 from .history.session import Session
+from .io import export_session
 from .store import ALL_TENANTS, Store, is_postgres_url
 from .store.bulk import TABLES, table_columns
 from .store.sqlite import writes_over

@@ -24,8 +24,8 @@ from datetime import datetime, timezone
 from ..errors import NotFoundError
 from ..experiments.facts import ContextText, fact_terms, match_fact
 from ..history.overlays import SUMMARY_ID_PREFIX, apply_overlays
-from ..store.core import is_postgres_url
 from ..messages import utc_now_iso
+from ..store.core import is_postgres_url
 from .artifacts import KINDS, Artifact, extract_artifacts, iter_text
 
 WHERE = ("summary", "pin", "tail", "head")

@@ -1,7 +1,13 @@
 """Context memory: blocks injected into the system prompt, their providers, and generated tools."""
 from .blocks import ContextBlocks
-from .providers import (FileProvider, SessionBlockProvider, SkillDirectoryProvider, SqliteSearchProvider,
-                        StaticProvider, provider_kind)
+from .providers import (
+                        FileProvider,
+                        SessionBlockProvider,
+                        SkillDirectoryProvider,
+                        SqliteSearchProvider,
+                        StaticProvider,
+                        provider_kind,
+)
 from .render import render_system_prompt
 from .tools import Tool, build_tools
 

@@ -2,14 +2,12 @@
 import re
 from dataclasses import dataclass
 
-from ..errors import (BlockBudgetError, ConflictError, InvalidInputError, NotFoundError,
-                      ReadOnlyBlockError)
+from ..errors import BlockBudgetError, ConflictError, InvalidInputError, NotFoundError, ReadOnlyBlockError
 from ..store.compare_and_set import check_expected
 from ..store.context import text_version
 from ..tokens import estimate_string_tokens
 from ..validation import check_integer
-from .providers import (READONLY, SEARCHABLE, SKILL, WRITABLE, SessionBlockProvider, accepts_keyed_set,
-                        provider_kind)
+from .providers import READONLY, SEARCHABLE, SKILL, WRITABLE, SessionBlockProvider, accepts_keyed_set, provider_kind
 from .render import render_system_prompt
 
 _LABEL = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")

@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..history.compaction import CompactionPlan
+from ..history.overlays import is_summary_message
 from ..memory.kv import MAX_PAGE_SIZE, KVStore
 from ..memory.longterm import LongTermMemory
 from ..messages import is_tool_part, message_text
-from ..history.overlays import is_summary_message
 from ..shapes import KVRows, MemoryRecords, MemoryRows, Messages, SessionRows
 from ..store import Store
 

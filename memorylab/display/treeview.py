@@ -10,9 +10,9 @@ straight along lane 0 and every other branch takes the first lane that is free o
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
-from ..messages import is_tool_part, message_text
 from ..history.overlays import apply_overlays, visible_overlays
 from ..history.tool_pairs import lint_tree
+from ..messages import is_tool_part, message_text
 from ..store import capabilities
 
 

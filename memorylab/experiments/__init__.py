@@ -5,12 +5,23 @@ with probes), scored by how much of what a probe needs the compacted context sti
 line, the Experiments page in the lab.
 """
 from .experiments import Experiments
+from .intervals import Comparison, Interval
 from .job import ExperimentJob
 from .proposals import propose_probes
-from .intervals import Comparison, Interval
 from .results import ExperimentResults, against_best_text, compare_trials, interval_text, score_text
-from .spec import (PROBE_KINDS, STRATEGY_DEFAULTS, STRATEGY_HELP, Arm, Case, ExperimentSpec, Grader, Probe, load_spec,
-                   parse_spec, parse_spec_yaml)
+from .spec import (
+                   PROBE_KINDS,
+                   STRATEGY_DEFAULTS,
+                   STRATEGY_HELP,
+                   Arm,
+                   Case,
+                   ExperimentSpec,
+                   Grader,
+                   Probe,
+                   load_spec,
+                   parse_spec,
+                   parse_spec_yaml,
+)
 from .strategies import default_tail_budget, plan_for, register_window_handler
 
 __all__ = [

@@ -11,8 +11,8 @@ from ..messages import utc_now_iso
 from ..shapes import Messages
 from ..store.compare_and_set import MISSING, StaleWriteError, check_expected
 from ..validation import check_identifier, check_integer
-from .job import ExperimentJob
 from .case_selection import select_cases
+from .job import ExperimentJob
 from .results import ExperimentResults, compare_trials
 from .runner import resolve_cases, run_trial
 from .spec import ExperimentSpec, load_spec, parse_spec

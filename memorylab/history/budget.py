@@ -8,10 +8,10 @@ import json
 
 from ..context.render import RULE
 from ..messages import is_tool_part
-from .overlays import is_summary_message
 from ..tokens import compact_json, estimate_string_tokens
-from .truncation import truncate_older_messages
 from ..validation import check_counts
+from .overlays import is_summary_message
+from .truncation import truncate_older_messages
 
 
 def split_rendered_prompt(prompt) -> list[tuple[str, str]]:

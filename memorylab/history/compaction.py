@@ -10,12 +10,12 @@ from dataclasses import dataclass, fields
 
 from ..errors import InvalidInputError
 from ..messages import is_tool_part, message_text
-from .overlays import is_summary_message
-from .pins import kept_with_partners, pinned_ids_of
 from ..shapes import Message, Messages
 from ..tokens import compact_json, estimate_message_tokens, estimate_string_tokens
-from .truncation import truncate_text
 from ..validation import check_counts, check_template_fields, is_number
+from .overlays import is_summary_message
+from .pins import kept_with_partners, pinned_ids_of
+from .truncation import truncate_text
 
 SUMMARY_SECTIONS = ("Topic", "Key Points", "Current State", "Open Items")
 MIN_TARGET_SUMMARY_TOKENS = 100

@@ -9,9 +9,9 @@ pinned message in the range is read back whole right after the summary (``pins``
 from itertools import count
 from operator import itemgetter
 
-from .pins import kept_with_partners, pinned_ids_of
 from ..shapes import Message, Messages, Overlay
 from ..tokens import estimate_message_tokens
+from .pins import kept_with_partners, pinned_ids_of
 
 SUMMARY_ID_PREFIX = "compaction_"
 

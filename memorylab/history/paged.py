@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from itertools import islice
 
+from ..messages import is_tool_part
+from ..shapes import Message
+from ..store.capabilities import offers
+from ..store.capabilities import pinned_ids as stored_pins
+from ..store.protocols import PagedBranchReads
 from .compaction import PlanLayout, lay_out_plan, stored_tokens, tool_result_outputs, transcript_lines
 from .overlays import apply_overlays, is_summary_message, summary_message
 from .pins import kept_with_partners
-from ..messages import is_tool_part
-from ..shapes import Message
-from ..store.capabilities import offers, pinned_ids as stored_pins
-from ..store.protocols import PagedBranchReads
 
 TRANSCRIPT_PAGE = 1000
 """Messages of a stored plan's transcript rendered at a time."""

@@ -13,20 +13,20 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
 
 from ..collector import collector_paused
-from .compaction import CompactionContext, CompactionPlan, PlanSettings, plan_compaction
 from ..context import ContextBlocks, Tool, build_tools
 from ..context.blocks import FrozenPromptStore
 from ..errors import InvalidInputError, InvalidMessageError, NotFoundError
 from ..messages import is_tool_part, normalize_message, normalized_and_measured, utc_now_iso
-from .overlays import apply_overlays, is_summary_message, visible_overlays
-from .paged import iter_history, plan_stored
-from .pins import check_pin_note
 from ..shapes import Message, Messages, Overlay, SearchHits
 from ..store import LATEST_LEAF, capabilities
 from ..store.protocols import SessionStorage
 from ..tokens import estimate_message_tokens
-from .truncation import ROW_SIZE_LIMIT_BYTES, enforce_row_size_limit
 from ..validation import check_identifier, check_integer
+from .compaction import CompactionContext, CompactionPlan, PlanSettings, plan_compaction
+from .overlays import apply_overlays, is_summary_message, visible_overlays
+from .paged import iter_history, plan_stored
+from .pins import check_pin_note
+from .truncation import ROW_SIZE_LIMIT_BYTES, enforce_row_size_limit
 
 COMPACTION_STATUS_KEY = "memorylab.compaction"
 # After an automatic compaction found nothing to do, wait until the history has grown this much

@@ -10,9 +10,9 @@ from operator import is_
 
 from ..errors import InvalidMessageError
 from ..messages import is_tool_part
+from ..shapes import Messages
 from ..tokens import compact_json, estimate_message_tokens
 from ..validation import check_counts
-from ..shapes import Messages
 
 ROW_SIZE_LIMIT_BYTES = 1_800_000
 ROW_SIZE_KEY = "row_size_limit"

@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 
 from ..errors import ImportFormatError, InvalidInputError, InvalidMessageError
-from .truncation import longest_fitting
 from ..validation import check_integer
+from .truncation import longest_fitting
 
 SIMPLE_CUT = "simple_cut"
 STATE_FIELDS = ("full_context", "context_window", "memo", "max_length", "auto_resize")

@@ -37,8 +37,16 @@ from pathlib import Path
 
 from ..messages import is_tool_part
 from .formats import SourceFormat, SourceProbe
-from .source import (SourceMessage, SourceOverlay, SourceSession, StoredParent, chat_usage, json_lines,
-                     malformed_at, source_error)
+from .source import (
+    SourceMessage,
+    SourceOverlay,
+    SourceSession,
+    StoredParent,
+    chat_usage,
+    json_lines,
+    malformed_at,
+    source_error,
+)
 
 TITLES = {"custom-title": "customTitle", "summary": "summary"}
 """Entry kinds that name the session, by the field holding the name; a name the user gave wins."""

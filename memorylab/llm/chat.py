@@ -13,15 +13,15 @@ import uuid
 from collections.abc import Generator
 
 from ..errors import DamagedRowError, InvalidInputError, ModelError, NotFoundError
-from .models import DEFAULT_LOCAL_MODEL, check_request, complete, redact_secrets, usage_and_cost
-from .prompt_cache import PROMPT_CACHE_KEY, RequestRecorder, request_fingerprint
+from ..history.tool_pairs import REJECTED_KINDS, lint_path, repair_path
+from ..history.truncation import truncate_older_messages
 from ..memory.longterm import render_memory_block
 from ..messages import message_text, to_openai, utc_now_iso
 from ..shapes import Message
 from ..tokens import compact_json, estimate_message_tokens
-from ..history.tool_pairs import REJECTED_KINDS, lint_path, repair_path
-from ..history.truncation import truncate_older_messages
 from ..validation import check_integer
+from .models import DEFAULT_LOCAL_MODEL, check_request, complete, redact_secrets, usage_and_cost
+from .prompt_cache import PROMPT_CACHE_KEY, RequestRecorder, request_fingerprint
 
 CHAT_ERRORS_KEY = "memorylab.chat_errors"
 MAX_ERROR_RECORDS = 20

@@ -17,8 +17,8 @@ import uuid
 from functools import cache
 from pathlib import Path
 
-from . import local_runtimes
 from ..errors import ContextWindowError, LocalModelUnavailableError
+from . import local_runtimes
 
 PROVIDER = "local"
 MODEL = "smollm2"

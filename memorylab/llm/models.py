@@ -16,11 +16,11 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from . import local_model
 from ..errors import InvalidInputError, ModelError
 from ..messages import from_openai, to_openai
 from ..tokens import compact_json, estimate_message_tokens, estimate_string_tokens
 from ..validation import check_template_fields
+from . import local_model
 
 if TYPE_CHECKING:
     import litellm

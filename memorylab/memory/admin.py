@@ -11,11 +11,11 @@ import re
 
 from ..context import Tool
 from ..errors import AmbiguousAgentError, InvalidInputError, NotFoundError
-from .manager import MAX_LIST_LIMIT, Memory, incoming_message, missing_memory
-from ..messages import utc_now_iso
 from ..history.session import Session
+from ..messages import utc_now_iso
 from ..shapes import MemoryRows, Message, SearchHits
 from ..validation import check_identifier, check_number, check_page
+from .manager import MAX_LIST_LIMIT, Memory, incoming_message, missing_memory
 
 MAX_NAME_LENGTH = 100
 MAX_SLUG_LENGTH = 64

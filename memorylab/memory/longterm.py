@@ -55,14 +55,14 @@ import time
 from collections import deque
 
 from ..errors import InvalidInputError, NotFoundError
+from ..history.truncation import truncate_text
 from ..llm.models import redact_secrets
-from .longterm_model import model_steps
 from ..messages import utc_now_iso
 from ..shapes import MemoryRecord, MemoryRecords
 from ..store.compare_and_set import check_expected
 from ..tokens import compact_json
-from ..history.truncation import truncate_text
 from ..validation import check_counts, check_identifier, check_number, is_number
+from .longterm_model import model_steps
 
 GLOBAL, SESSION = "GLOBAL_MEMORY", "SESSION_MEMORY"
 SCOPES = (GLOBAL, SESSION)

@@ -20,16 +20,21 @@ from __future__ import annotations
 
 import warnings
 
-from ..history.compaction import MIN_TARGET_SUMMARY_TOKENS, build_summary_prompt, check_summary_template, render_transcript
 from ..errors import InvalidInputError, MemoryLabError, NotFoundError, NothingToSummarizeError
-from .identity import current_identity, normalize_memory_key, parse_memory_key
-from ..messages import message_text, normalize_message, to_openai, to_utc_iso, utc_now_iso
+from ..history.compaction import (
+    MIN_TARGET_SUMMARY_TOKENS,
+    build_summary_prompt,
+    check_summary_template,
+    render_transcript,
+)
 from ..history.overlays import apply_overlays, is_summary_message
 from ..history.session import Session
+from ..messages import message_text, normalize_message, to_openai, to_utc_iso, utc_now_iso
 from ..shapes import MemoryMessage, MemoryRows, Message, SearchHits
 from ..store import ANY_STATUS
 from ..store.sessions import UNCHECKED
 from ..validation import check_identifier, check_integer, check_page
+from .identity import current_identity, normalize_memory_key, parse_memory_key
 
 IN_PROGRESS = "in_progress"
 """The status of a memory nobody has marked: stored as None, and accepted by ``set_status`` and ``list``."""
@@ -368,7 +373,9 @@ class Memory:
     def _summarizer(self, model):
         if self.summarizer is not None:
             return self.summarizer
-        from ..llm import models as llm  # litellm takes seconds to import: only a summary without a summarizer pays for it
+        from ..llm import (
+            models as llm,  # litellm takes seconds to import: only a summary without a summarizer pays for it
+        )
 
         model = model or self.summarize_model
         return llm.make_summarizer(model) if model else llm.make_summarizer()

@@ -36,8 +36,8 @@ from .bulk import PostgresBulkCopy
 from .core import Store
 from .ddl import PostgresDDL
 from .dialect import SNIPPET_MARKS, Dialect, SearchEngine, unstorable
-from .integrity import PostgresIntegrity
 from .fts import FullText, tsquery
+from .integrity import PostgresIntegrity
 from .migrations import migrate
 from .schema import INDEXED_CHARACTERS
 

@@ -18,7 +18,16 @@ from .branches import BranchReads, continuations
 from .context import SessionBlocks
 from .migrations import CONTINUING_MESSAGES
 from .repository import Repository, insert_rows
-from .rows import MESSAGE_COLUMNS, dumps, dumps_checked, like_literal, message_from_row, read_json, readable, session_name
+from .rows import (
+    MESSAGE_COLUMNS,
+    dumps,
+    dumps_checked,
+    like_literal,
+    message_from_row,
+    read_json,
+    readable,
+    session_name,
+)
 
 UNCHECKED = object()
 """``expected`` of a write that compares nothing (a status may be None, so None cannot say it)."""

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import NotAStoreError, StoreBusyError, StoreError, StoreFullError, StoreReadOnlyError
 from .core import Store
-from .dialect import SNIPPET_MARKS, Dialect, SearchEngine, unstorable
 from .ddl import SQLiteDDL
+from .dialect import SNIPPET_MARKS, Dialect, SearchEngine, unstorable
 from .fts import FullText, fts_query
 from .integrity import SQLiteIntegrity
 from .migrations import SCHEMA_VERSION, migrate

@@ -3,10 +3,10 @@ import sqlite3
 import pytest
 
 from memorylab import ConflictError, InvalidInputError, InvalidMessageError, NotFoundError, Session, Store
-from memorylab.memory.admin import MemoryAdmin, register_agent, status_tools
 from memorylab.errors import AmbiguousAgentError, NothingToSummarizeError
-from memorylab.memory.identity import identify
 from memorylab.io import import_session, read_export
+from memorylab.memory.admin import MemoryAdmin, register_agent, status_tools
+from memorylab.memory.identity import identify
 from memorylab.memory.manager import Memory
 from memorylab.samples import sample_files
 from memorylab.store.ddl import SQLiteDDL

@@ -2,13 +2,12 @@
 processes, as a worker and the lab are): a clear by either leaves an empty session that the other goes
 on appending to, as two of the SDK's own ``SQLiteSession`` objects on one database do."""
 import pytest
+from agents import SQLiteSession
 
 from memorylab import Store
 from memorylab.agents_sdk import MemorylabSession
 from tests.contract.test_agents_sdk_session import items_of
 from tests.contract.test_import_openai_agents import in_loop, opened, run_agent
-
-from agents import SQLiteSession
 
 
 @pytest.fixture

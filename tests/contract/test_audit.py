@@ -6,7 +6,6 @@ import pytest
 
 from memorylab import NotFoundError, Session
 from memorylab.audit import audit_compaction, audit_proposal, audit_session, iter_store_audits, retention_totals
-
 from tests.helpers import text_message
 
 PLANTED = [

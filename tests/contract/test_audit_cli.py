@@ -6,7 +6,6 @@ from pathlib import Path
 
 from memorylab import Session, Store
 from memorylab.cli import main
-
 from tests.contract.test_audit import planted_session
 
 CLAUDE_CODE = Path(__file__).parents[1] / "data" / "claude_code"

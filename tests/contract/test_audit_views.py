@@ -2,10 +2,9 @@
 keys its cached audits on, the table of compactions worst first and the retention chart."""
 from memorylab import Session
 from memorylab.audit import audit_session, iter_store_audits, retention_totals
-from memorylab.importers import import_source
 from memorylab.display.frames import audit_table
 from memorylab.display.viz import retention_figure
-
+from memorylab.importers import import_source
 from tests.helpers import ROOT, text_message
 
 COMPACTED = ROOT / "tests" / "data" / "claude_code" / "compacted.jsonl"

@@ -1,7 +1,6 @@
 from memorylab import StaticProvider
 from memorylab.history.budget import request_breakdown, split_rendered_prompt
 from memorylab.tokens import estimate_message_tokens
-
 from tests.helpers import text_message
 
 

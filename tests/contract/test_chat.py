@@ -7,11 +7,9 @@ import json
 import pytest
 
 from memorylab import Session, StaticProvider, export_session
-from memorylab.llm.chat import MAX_ERROR_RECORDS, ChatRunner, build_request, chat_errors
 from memorylab.errors import InvalidInputError, ModelError, NotFoundError
-
+from memorylab.llm.chat import MAX_ERROR_RECORDS, ChatRunner, build_request, chat_errors
 from tests.helpers import stored_bytes
-
 
 SECRET = "sk-test-SECRET123"
 USAGE = {"prompt_tokens": 7, "completion_tokens": 5, "total_tokens": 12}

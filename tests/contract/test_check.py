@@ -6,9 +6,8 @@ import pytest
 
 from memorylab import Session, Store
 from memorylab.check import CHECKS, ERROR, NOTE, WARNING, check_database, repair_database
-from memorylab.errors import StoreError
 from memorylab.cli import main
-
+from memorylab.errors import StoreError
 from tests.helpers import write_branched_sessions
 
 

@@ -8,7 +8,6 @@ from memorylab import Experiments, KVStore, Memory, Session, Store
 from memorylab.errors import ConflictError, InvalidInputError
 from memorylab.memory.longterm import LongTermMemory
 from memorylab.store.compare_and_set import MISSING, StaleWriteError
-
 from tests.helpers import text_message
 
 

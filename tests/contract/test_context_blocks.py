@@ -1,10 +1,22 @@
 import pytest
 
+from memorylab import (
+    BlockBudgetError,
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    ReadOnlyBlockError,
+    Session,
+    Store,
+)
+from memorylab.context import (
+    FileProvider,
+    SkillDirectoryProvider,
+    SqliteSearchProvider,
+    StaticProvider,
+    render_system_prompt,
+)
 from memorylab.store.context import text_version
-from memorylab import (BlockBudgetError, ConflictError, InvalidInputError, NotFoundError, ReadOnlyBlockError,
-                       Session, Store)
-from memorylab.context import (FileProvider, SkillDirectoryProvider, SqliteSearchProvider, StaticProvider,
-                               render_system_prompt)
 
 RULE = "═" * 46
 

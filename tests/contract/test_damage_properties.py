@@ -17,7 +17,6 @@ from memorylab.errors import DamagedRowError, DamagedRowWarning
 from memorylab.io import export_session
 from memorylab.store.rows import JSON_KINDS, json_problem
 from memorylab.store.schema import TABLES
-
 from tests.helpers import examples
 
 KEYS = {table.name: table.key for table in TABLES}

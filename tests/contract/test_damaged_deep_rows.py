@@ -12,7 +12,6 @@ from memorylab.cli import main
 from memorylab.errors import DamagedRowError, DamagedRowWarning
 from memorylab.io import export_session
 from memorylab.store.quarantine import Quarantine
-
 from tests.helpers import ids, text_message
 
 DEEP = "[" * 100_000 + "]" * 100_000

@@ -13,7 +13,6 @@ from memorylab.messages import to_openai
 from memorylab.store.quarantine import Quarantine
 from memorylab.store.rows import JSON_KINDS
 from memorylab.store.schema import JSON, TABLES
-
 from tests.helpers import ids, text_message
 
 DAMAGE = {

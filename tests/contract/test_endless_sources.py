@@ -19,7 +19,6 @@ from agents import SQLiteSession
 
 from memorylab import ImportFormatError, Session, Store
 from memorylab.importers import ReadBudget, import_source
-
 from tests.helpers import ROOT, database_rows, text_message
 
 PATIENCE = 60

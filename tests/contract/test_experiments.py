@@ -13,8 +13,7 @@ import yaml
 
 from memorylab import DamagedRowWarning, InvalidInputError, NotFoundError, Session
 from memorylab.errors import ModelOutputError
-from memorylab.experiments import Experiments, load_spec, propose_probes
-from memorylab.experiments import register_window_handler
+from memorylab.experiments import Experiments, load_spec, propose_probes, register_window_handler
 from memorylab.experiments.strategies import WINDOW_HANDLERS, plan_for
 from memorylab.history.window import simple_cut
 from memorylab.io import import_session, read_export

@@ -9,14 +9,24 @@ from pathlib import Path
 
 import pytest
 
-from memorylab import (FileProvider, KVStore, Memory, MemoryLabError, Session, SkillDirectoryProvider,
-                       SqliteSearchProvider, Store, import_session, read_export, register_agent)
-from memorylab.memory.admin import MemoryAdmin
+from memorylab import (
+    FileProvider,
+    KVStore,
+    Memory,
+    MemoryLabError,
+    Session,
+    SkillDirectoryProvider,
+    SqliteSearchProvider,
+    Store,
+    import_session,
+    read_export,
+    register_agent,
+)
 from memorylab.check import check_database
 from memorylab.cli import main
-from memorylab.io import MAX_IMPORT_BYTES
 from memorylab.history.truncation import ROW_SIZE_LIMIT_BYTES
-
+from memorylab.io import MAX_IMPORT_BYTES
+from memorylab.memory.admin import MemoryAdmin
 from tests.helpers import database_rows, text_message, write_branched_sessions
 
 TEN_MB = 10 * 1024 * 1024

@@ -22,7 +22,6 @@ from llm.migrations import migrate as migrate_llm_logs
 
 from memorylab import ImportFormatError, Store
 from memorylab.importers import import_source
-
 from tests.helpers import database_rows
 
 DEEP = "[" * 100_000 + "]" * 100_000

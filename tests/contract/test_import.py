@@ -8,12 +8,18 @@ import json
 
 import pytest
 
-from memorylab import ConflictError, ImportFormatError, InvalidInputError, Session, export_session, to_openai, write_export
+from memorylab import (
+    ConflictError,
+    ImportFormatError,
+    InvalidInputError,
+    Session,
+    export_session,
+    to_openai,
+    write_export,
+)
 from memorylab.cli import main
 from memorylab.history.truncation import ROW_SIZE_LIMIT_BYTES
-from memorylab.importers import (FORMATS, SourceMessage, SourceSession, detect_format, import_source,
-                                 write_sessions)
-
+from memorylab.importers import FORMATS, SourceMessage, SourceSession, detect_format, import_source, write_sessions
 from tests.helpers import count_rows
 
 WEATHER = [

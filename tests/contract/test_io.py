@@ -2,12 +2,20 @@ import json
 
 import pytest
 
-from memorylab import (ConflictError, ImportFormatError, Session, Store, export_session, import_session,
-                       parse_export, read_export, write_export)
+from memorylab import (
+    ConflictError,
+    ImportFormatError,
+    Session,
+    Store,
+    export_session,
+    import_session,
+    parse_export,
+    read_export,
+    write_export,
+)
 from memorylab.io import MAX_IMPORT_BYTES
 from memorylab.store import ALL_TENANTS
 from memorylab.store import sessions as session_rows
-
 from tests.helpers import text_message
 
 

@@ -1,9 +1,8 @@
 import pytest
 
-from memorylab.store.kv import entry_version
 from memorylab import InvalidInputError, Store
 from memorylab.memory.kv import MAX_VALUE_BYTES, KVStore, kv_namespaces
-
+from memorylab.store.kv import entry_version
 from tests.helpers import count_rows
 
 

@@ -8,11 +8,11 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from tests.helpers import ROOT
 from memorylab import Session, create_compact_function
-from memorylab.llm import models as llm
 from memorylab.errors import InvalidInputError, ModelError
+from memorylab.llm import models as llm
 from memorylab.llm.models import DEFAULT_LOCAL_MODEL, make_summarizer
+from tests.helpers import ROOT
 
 SECRET = "sk-test-SECRET123"
 HELLO = [{"role": "user", "content": "hello"}]

@@ -6,8 +6,16 @@ import sqlite3
 import pytest
 
 from memorylab import InvalidInputError, NotFoundError, Session, Store
-from memorylab.memory.longterm import (DEFAULT_SETTINGS, DIAGNOSTICS_LOG_SIZE, GLOBAL, MEMORY_BLOCK_HEADER, SESSION,
-                                LongTermMemory, fit_budget, normalize_memory)
+from memorylab.memory.longterm import (
+    DEFAULT_SETTINGS,
+    DIAGNOSTICS_LOG_SIZE,
+    GLOBAL,
+    MEMORY_BLOCK_HEADER,
+    SESSION,
+    LongTermMemory,
+    fit_budget,
+    normalize_memory,
+)
 from memorylab.store.ddl import SQLiteDDL
 from memorylab.store.migrations import MIGRATIONS, apply_migrations
 

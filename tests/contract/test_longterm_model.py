@@ -6,9 +6,9 @@ import json
 import pytest
 
 from memorylab import ChatRunner, InvalidInputError, Session
-from memorylab.memory import longterm_model
 from memorylab.errors import ModelOutputError
 from memorylab.llm.models import complete
+from memorylab.memory import longterm_model
 from memorylab.memory.longterm import MEMORY_BLOCK_HEADER, LongTermMemory
 from memorylab.memory.longterm_model import model_steps, parse_json_reply
 

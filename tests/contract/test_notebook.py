@@ -6,11 +6,17 @@ import sys
 import pytest
 
 from memorylab import KVStore, Session, StaticProvider, plan_compaction
-from memorylab.display.frames import KV_COLUMNS, MESSAGE_COLUMNS, PLAN_COLUMNS, RECORD_COLUMNS, SESSION_COLUMNS, to_dataframe
-from memorylab.memory.longterm import LongTermMemory
+from memorylab.display.frames import (
+    KV_COLUMNS,
+    MESSAGE_COLUMNS,
+    PLAN_COLUMNS,
+    RECORD_COLUMNS,
+    SESSION_COLUMNS,
+    to_dataframe,
+)
 from memorylab.display.notebook import SystemPrompt, show_prompt, show_table
 from memorylab.display.viz import compaction_figure
-
+from memorylab.memory.longterm import LongTermMemory
 from tests.helpers import ROOT, TableCells, text_message
 
 TOUR = ROOT / "examples" / "memorylab_tour.ipynb"

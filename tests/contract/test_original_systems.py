@@ -6,7 +6,6 @@ from memorylab import ContextWindow, InvalidInputError, Session, Store
 from memorylab.memory.longterm import GLOBAL, LongTermMemory
 from tests.helpers import text_message
 
-
 # -- Cloudflare: a token counter sees the prompt the session will send ------------------------------
 
 def frozen_session(store):

@@ -6,7 +6,6 @@ from memorylab import InvalidInputError
 from memorylab.history.budget import HistoryBudget, request_breakdown
 from memorylab.history.truncation import truncate_older_messages
 from memorylab.tokens import compact_json, estimate_message_tokens, estimate_string_tokens
-
 from tests.helpers import text_message
 
 

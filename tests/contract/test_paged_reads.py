@@ -16,7 +16,6 @@ from memorylab.history import paged
 from memorylab.history.tool_pairs import lint_tool_pairs, lint_tree
 from memorylab.io import export_session, write_export
 from memorylab.messages import is_tool_part
-
 from tests.helpers import ids, text_message
 
 PAGE_SIZES = (1, 2, 3, 1000)

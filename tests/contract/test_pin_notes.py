@@ -5,7 +5,6 @@ import pytest
 from memorylab import ImportFormatError, InvalidInputError, NotFoundError, Session
 from memorylab.history.pins import MAX_PIN_NOTE_CHARS
 from memorylab.io import export_session, import_session
-
 from tests.helpers import text_message
 
 

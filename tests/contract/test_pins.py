@@ -4,10 +4,9 @@ import time
 import pytest
 
 from memorylab import Experiments, InvalidInputError, NotFoundError, Session, lint_tool_pairs
+from memorylab.display.treeview import SessionTree
 from memorylab.history.compaction import create_compact_function, plan_compaction
 from memorylab.io import export_session, import_session
-from memorylab.display.treeview import SessionTree
-
 from tests.helpers import RecordingSummarizer, ids, text_message
 
 SETTINGS = dict(protect_head=2, tail_token_budget=300, min_tail_messages=2)

@@ -11,7 +11,6 @@ from memorylab import InvalidInputError, MemoryLabError, Session, SqliteSearchPr
 from memorylab.memory.longterm import LongTermMemory
 from memorylab.store.migrations import SCHEMA_VERSION
 from memorylab.store.postgres import PostgresStore, redact
-
 from tests.helpers import count_rows, examples, ids, text_message
 
 

@@ -7,12 +7,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from memorylab import LongTermMemory, Session, StaticProvider, Store, prompt_cache_report
-from memorylab.history.truncation import truncate_older_messages
 from memorylab.display.viz import prompt_cache_figure
+from memorylab.history.truncation import truncate_older_messages
 from memorylab.llm.chat import ChatRunner
 from memorylab.llm.prompt_cache import PROMPT_CACHE_KEY, dollars, turn_cache_caption
 from memorylab.tokens import estimate_message_tokens, estimate_string_tokens
-
 from tests.helpers import ROOT
 
 ANSWER = "a" * 40  # every mocked answer: 10 tokens of text + 4 of message overhead

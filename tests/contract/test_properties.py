@@ -9,10 +9,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memorylab import (InvalidMessageError, KVStore, Memory, Session, SqliteSearchProvider, Store, export_session,
-                       import_session, parse_export, truncate_older_messages)
+from memorylab import (
+    InvalidMessageError,
+    KVStore,
+    Memory,
+    Session,
+    SqliteSearchProvider,
+    Store,
+    export_session,
+    import_session,
+    parse_export,
+    truncate_older_messages,
+)
 from memorylab.history.overlays import SUMMARY_ID_PREFIX
-
 from tests.helpers import examples, text_message
 
 # Text that ids, keys and labels accept: no control characters (hypothesis' text has no surrogates).

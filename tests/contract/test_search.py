@@ -2,7 +2,6 @@ import pytest
 
 from memorylab import Session, Store, import_session
 from memorylab.store import ALL_TENANTS
-
 from tests.helpers import ids, text_message
 
 HOSTILE = [

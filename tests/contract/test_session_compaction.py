@@ -5,7 +5,6 @@ import pytest
 
 from memorylab import InvalidInputError, Session
 from memorylab.history.compaction import create_compact_function, plan_compaction
-
 from tests.helpers import RecordingSummarizer, ids, text_message
 
 

@@ -5,11 +5,18 @@ here (child counts, leaves, pins, outlines, paged history) runs through the fall
 import pytest
 
 from memorylab import InvalidInputError, InvalidMessageError, NotFoundError, Session, StaleWriteError, lint_tool_pairs
-from memorylab.history.compaction import create_compact_function
 from memorylab.display.treeview import SessionTree
+from memorylab.history.compaction import create_compact_function
 from memorylab.llm.prompt_cache import prompt_cache_report
-from memorylab.store import InMemorySessionStorage, Outlines, PagedBranchReads, Store, TreeQueries
-from memorylab.store import capabilities, protocols
+from memorylab.store import (
+    InMemorySessionStorage,
+    Outlines,
+    PagedBranchReads,
+    Store,
+    TreeQueries,
+    capabilities,
+    protocols,
+)
 from tests.helpers import ids, text_message
 
 KINDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres), "memory"]

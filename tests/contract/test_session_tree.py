@@ -3,7 +3,6 @@ import time
 import pytest
 
 from memorylab import InvalidInputError, NotFoundError, Session, Store
-
 from tests.helpers import ids, text_message
 
 

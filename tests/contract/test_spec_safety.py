@@ -19,7 +19,6 @@ from memorylab.experiments.strategies import apply_arm
 from memorylab.history.compaction import check_summary_template
 from memorylab.llm.api_hosts import ALLOWED_HOSTS_VARIABLE
 from memorylab.llm.models import make_summarizer
-
 from tests.helpers import text_message
 
 FAKE_KEY = "sk-test-spec-safety-0123456789"

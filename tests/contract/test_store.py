@@ -5,7 +5,6 @@ import pytest
 from memorylab import MemoryLabError, Session, Store
 from memorylab.store import ALL_TENANTS
 from memorylab.store.migrations import SCHEMA_VERSION
-
 from tests.helpers import count_rows, text_message
 
 

@@ -1,15 +1,27 @@
 """``memorylab copy`` (alias ``migrate``): a whole store copied between SQLite and PostgreSQL, every row as it was."""
 import pytest
 
-from tests.helpers import text_message
-from memorylab import (ConflictError, Experiments, KVStore, LongTermMemory, Memory, MemoryAdmin, MemoryLabError,
-                       Session, SkillDirectoryProvider, SqliteSearchProvider, Store, register_agent)
+from memorylab import (
+    ConflictError,
+    Experiments,
+    KVStore,
+    LongTermMemory,
+    Memory,
+    MemoryAdmin,
+    MemoryLabError,
+    Session,
+    SkillDirectoryProvider,
+    SqliteSearchProvider,
+    Store,
+    register_agent,
+)
 from memorylab.check import check_database, repair_database
 from memorylab.cli import main
 from memorylab.errors import StoreCopyError
-from memorylab.store_copy import copy_store
 from memorylab.samples import SKILLS_DIR, load_samples
 from memorylab.store.bulk import TABLES, BulkCopy, table_columns
+from memorylab.store_copy import copy_store
+from tests.helpers import text_message
 
 HOSTILE = "<script>alert('x')</script> & café naïve 日本語 🎉"
 MESSAGE_COLUMNS = table_columns("messages")

@@ -9,10 +9,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memorylab import (InvalidInputError, KVStore, Memory, MemoryAdmin, MemoryLabError, NotFoundError, Store, message_text,
-                       register_agent)
+from memorylab import (
+    InvalidInputError,
+    KVStore,
+    Memory,
+    MemoryAdmin,
+    MemoryLabError,
+    NotFoundError,
+    Store,
+    message_text,
+    register_agent,
+)
 from memorylab.store import ALL_TENANTS
-
 from tests.helpers import examples
 
 TENANTS = ("acme", "globex", "initech")

@@ -1,10 +1,9 @@
 """The tree of a 20,000-message session with 200 branches stays readable: long runs of single-child
 messages collapse into one node each, short side branches share a lane, a run opens on demand, and
 the active leaf always has a node of its own. Pure layout, no store: the shapes are what is tested."""
-from memorylab.history.overlays import apply_overlays
 from memorylab.display.treeview import SessionTree
 from memorylab.display.viz import VIEW_COLUMNS, tree_layout_figure
-
+from memorylab.history.overlays import apply_overlays
 from tests.helpers import text_message
 
 FORK_EVERY = 100

@@ -4,7 +4,6 @@ import pytest
 from memorylab import Session, load_samples, message_text
 from memorylab.display.treeview import SessionTree, preview
 from memorylab.display.viz import budget_figure, context_window_figure, tree_figure
-
 from tests.helpers import text_message
 
 

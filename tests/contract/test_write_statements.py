@@ -9,7 +9,6 @@ import pytest
 
 from memorylab import InvalidInputError, InvalidMessageError, KVStore, Session
 from memorylab.store import is_postgres_url
-
 from tests.helpers import ids, text_message
 
 

@@ -7,7 +7,6 @@ from streamlit.testing.v1 import AppTest
 
 from memorylab import Store
 from memorylab.samples import sample_files, sample_memory_keys
-
 from tests.helpers import ROOT
 
 

@@ -4,7 +4,6 @@ import pytest
 
 from memorylab import Store, load_samples
 from memorylab.importers import import_source
-
 from tests.helpers import ROOT
 from tests.lab.test_browser import SHOTS, open_page
 

@@ -6,10 +6,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from memorylab import Session, Store
-from memorylab.importers import import_source
 from memorylab.display.treeview import SessionTree
 from memorylab.display.viz import tree_figure, tree_layout_figure
-
+from memorylab.importers import import_source
 from tests.helpers import ROOT
 
 COMPACTED = ROOT / "tests" / "data" / "claude_code" / "compacted.jsonl"

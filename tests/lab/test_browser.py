@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from memorylab import Session, Store, load_samples
-
 from tests.helpers import PAGES, ROOT, serve_lab
 
 SHOTS = Path(os.environ.get("MEMORYLAB_SCREENSHOTS", ROOT / "screenshots"))

@@ -6,7 +6,6 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from memorylab import Session, Store
-
 from tests.helpers import ROOT
 
 SESSION = ("default", "support-bot", "support-order-4471")

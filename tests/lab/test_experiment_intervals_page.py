@@ -5,7 +5,6 @@ import pytest
 
 from memorylab import Store
 from memorylab.experiments import Experiments, compare_trials, interval_text, score_text
-
 from tests.lab.test_experiments_page import offline_sample, rerun, run_page
 
 

@@ -11,7 +11,6 @@ from memorylab import Session, Store
 from memorylab.experiments import Experiments, register_window_handler
 from memorylab.experiments.strategies import WINDOW_HANDLERS
 from memorylab.history.window import simple_cut
-
 from tests.helpers import ROOT, text_message
 
 SAMPLE_SPEC = ROOT / "sample_data" / "experiments" / "sample.yaml"

@@ -4,7 +4,6 @@ import pytest
 
 from memorylab import KVStore, Memory, Session, SqliteSearchProvider, Store, register_agent
 from memorylab.samples import load_samples
-
 from tests.helpers import PAGES
 
 IMG = "<img src=x onerror=alert(1)>"

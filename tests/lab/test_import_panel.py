@@ -5,7 +5,6 @@ import sqlite3
 from streamlit.testing.v1 import AppTest
 
 from memorylab import Session, Store, export_session
-
 from tests.helpers import ROOT
 
 CONVERSATIONS = [

@@ -8,7 +8,6 @@ import pytest
 from memorylab import Experiments, KVStore, Memory, Session, Store
 from memorylab.memory.longterm import LongTermMemory
 from memorylab.samples import LONGTERM_WORKSPACE
-
 from tests.helpers import ROOT
 from tests.lab.test_pages import run_page as open_page
 

@@ -2,7 +2,6 @@
 import pytest
 
 from memorylab import KVStore, Memory, Session, Store
-
 from tests.lab.test_pages import run_page
 
 TICKETS = 240

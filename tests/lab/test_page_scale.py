@@ -2,10 +2,9 @@
 they reuse never hides a change: a new message, a new or removed overlay, a turn, an edit."""
 import pytest
 
+from lab_ui.store import lab_session
 from memorylab import Session, Store
 from memorylab.history.budget import request_breakdown
-
-from lab_ui.store import lab_session
 from tests.helpers import text_message
 from tests.lab.test_pages import run_page
 

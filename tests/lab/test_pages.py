@@ -6,7 +6,6 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from memorylab import Experiments, KVStore, Memory, Session, Store, load_samples
-
 from tests.helpers import ROOT, text_message
 
 # The pages app.py navigates to: every script in app_pages/ (their shared parts are in lab_ui/).

@@ -1,7 +1,6 @@
 """Pins from the lab (set and cleared on the Chat and Tree pages, shown there and in the Compaction lab),
 and the Chat page's prompt-cache line under each turn it sent."""
 from memorylab import Session, Store
-
 from tests.helpers import text_message
 from tests.lab.test_pages import run_page
 

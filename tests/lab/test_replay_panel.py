@@ -12,10 +12,10 @@ QUESTIONS = ("Hi, I'm Ana.", "What do I drink?", "Thanks, bye.")
 
 
 def replay_page(session_id):
-    from memorylab import Session
+    from lab_ui.replay_panel import render_replay
     from lab_ui.selection import active_leaf
     from lab_ui.store import open_store
-    from lab_ui.replay_panel import render_replay
+    from memorylab import Session
 
     session = Session.open(open_store(), session_id)
     render_replay(session, active_leaf(session))

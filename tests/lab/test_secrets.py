@@ -9,12 +9,10 @@ import logging
 import pytest
 
 from memorylab import ChatRunner, Memory, ModelError, Session, Store, create_compact_function, make_summarizer
-from memorylab.llm.chat import chat_errors
 from memorylab.cli import main
 from memorylab.io import export_session, write_export
-
+from memorylab.llm.chat import chat_errors
 from tests.helpers import PAGES
-
 
 SECRET = "sk-test-SECRET-12345"
 

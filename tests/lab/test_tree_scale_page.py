@@ -7,7 +7,6 @@ from streamlit.testing.v1 import AppTest
 
 from memorylab import Session, Store, import_session
 from memorylab.io import EXPORT_FORMAT, EXPORT_VERSION
-
 from tests.contract.test_tree_scale import forking_conversation
 from tests.helpers import ROOT
 

@@ -5,7 +5,6 @@ import threading
 
 from memorylab import Session, Store
 from memorylab.check import check_database
-
 from tests.helpers import text_message
 
 PROCESSES = 4

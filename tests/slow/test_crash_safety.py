@@ -20,9 +20,8 @@ import pytest
 
 from memorylab import Session, Store, create_compact_function, import_session, read_export
 from memorylab.check import check_database
-from memorylab.store.sessions import SqlSessionStorage
 from memorylab.store import sessions as session_rows
-
+from memorylab.store.sessions import SqlSessionStorage
 from tests.helpers import database_rows, text_message
 
 IMPORT_SIZE = 50_000

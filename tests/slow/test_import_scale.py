@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 from memorylab import Session, Store
-
 from tests.helpers import ROOT
 
 IMPORT_AND_MEASURE = """

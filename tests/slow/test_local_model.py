@@ -5,11 +5,10 @@ import time
 import pytest
 
 from memorylab import Session, StaticProvider
-from memorylab.llm import models as llm
-from memorylab.llm import local_model
-from memorylab.llm import local_runtimes
-from memorylab.llm.chat import ChatRunner, chat_errors
 from memorylab.errors import ModelError
+from memorylab.llm import local_model, local_runtimes
+from memorylab.llm import models as llm
+from memorylab.llm.chat import ChatRunner, chat_errors
 from memorylab.llm.models import DEFAULT_LOCAL_MODEL
 
 TOOLS = [{"type": "function", "function": {

@@ -13,7 +13,6 @@ import pytest
 
 from memorylab import Session, Store, local_postgres
 from memorylab.errors import LocalPostgresError
-
 from tests.helpers import text_message
 
 

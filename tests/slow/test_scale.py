@@ -4,10 +4,9 @@ with 200 branches read, laid out and drawn in a few hundred milliseconds."""
 import time
 
 from memorylab import import_session
-from memorylab.io import EXPORT_FORMAT, EXPORT_VERSION
 from memorylab.display.treeview import SessionTree
 from memorylab.display.viz import tree_figure, tree_layout_figure
-
+from memorylab.io import EXPORT_FORMAT, EXPORT_VERSION
 from tests.contract.test_tree_scale import forking_conversation
 from tests.helpers import text_message
 

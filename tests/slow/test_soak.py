@@ -14,7 +14,6 @@ import pytest
 
 from memorylab import Session, Store, StoreBusyError, create_compact_function
 from memorylab.check import check_database
-
 from tests.helpers import text_message
 
 WRITERS, PER_WRITER, FORK_EVERY = 4, 2000, 40

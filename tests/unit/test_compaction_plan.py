@@ -3,6 +3,7 @@ import time
 
 import pytest
 
+from memorylab.experiments.strategies import suggested_plan_settings
 from memorylab.history import compaction
 from memorylab.history.compaction import (
     DEFAULT_SUMMARY_TEMPLATE,
@@ -11,9 +12,7 @@ from memorylab.history.compaction import (
     create_compact_function,
     plan_compaction,
 )
-from memorylab.experiments.strategies import suggested_plan_settings
 from memorylab.history.overlays import apply_overlays, summary_message
-
 from tests.helpers import ids
 
 

@@ -3,8 +3,7 @@ narrower with more cases, a point for identical scores, the normal approximation
 by the one small case whose answer can be worked out by hand."""
 import statistics
 
-from memorylab.experiments.intervals import (BETTER, UNCLEAR, WORSE, Interval, mean, mean_interval,
-                                             paired_difference)
+from memorylab.experiments.intervals import BETTER, UNCLEAR, WORSE, Interval, mean, mean_interval, paired_difference
 
 SCORES = [0.0, 0.25, 0.5, 0.75, 1.0, 0.4]
 

@@ -2,7 +2,6 @@ import pytest
 
 from memorylab import InvalidMessageError, NotFoundError
 from memorylab.history.overlays import shown_overlay_ids
-
 from tests.helpers import ids, text_message
 
 
