@@ -60,7 +60,7 @@ def _counts(counts, always=()):
 
 
 @dataclass(frozen=True)
-class MigrationReport:
+class StoreCopyReport:
     """What ``copy_store`` copied and checked; ``str(report)`` is the summary ``memorylab copy`` prints."""
 
     source: str
@@ -90,7 +90,7 @@ class MigrationReport:
 
 
 def copy_store(source, target, *, progress=None, batch=BATCH):
-    """Copy every row of ``source`` into the empty ``target`` and verify it; returns a MigrationReport.
+    """Copy every row of ``source`` into the empty ``target`` and verify it; returns a StoreCopyReport.
 
     Each side is a ``Store`` or what opens one: a file path (the source file must exist) or a
     ``postgresql://`` URL. ``progress(step, done, total)`` is called after each batch of a table
@@ -246,7 +246,7 @@ def _verify(source, target, totals, digests, probe, progress):
         if message_id not in {hit["id"] for hit in hits}:
             mismatches.append(f"searching the target for {word!r} does not find message {message_id!r}")
 
-    return MigrationReport(
+    return StoreCopyReport(
         source=source.path, target=target.path,
         counts={t: (totals[t], target_totals[t]) for t in TABLES},
         sessions_verified=len(sessions), sessions_matching=len(sessions) - len(differing),

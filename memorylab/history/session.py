@@ -135,7 +135,7 @@ class Session:
         return self
 
     with_cached_prompt = with_frozen_prompt_store
-    """The name DESIGN.md gives ``with_frozen_prompt_store``."""
+    """``with_frozen_prompt_store`` under its first name, kept for code written against it."""
 
     def with_row_size_limit(self, max_bytes) -> Session:
         """Shrink messages over ``max_bytes`` (compact JSON, UTF-8) before they are stored."""

@@ -47,9 +47,12 @@ class SessionImport:
     overlays_found: int = 0
     overlays_added: int = 0
     existed: bool = False
+    replaced: bool = False
 
     @property
     def status(self) -> str:
+        if self.replaced:
+            return "replaced"
         if not self.existed:
             return "new"
         return "grew" if self.messages_added or self.overlays_added else "unchanged"
@@ -223,6 +226,7 @@ class _Import:
             item.message["parent_id"] = item.parent_id
             messages.append(item.message)
         self.flush()
+        replaced = self.replace and self.store.sessions.find(self.tenant_id, agent_id, session_id) is not None
         self.store.sessions.write(
             self.tenant_id, agent_id, session_id, created_at=whole.created_at, updated_at=whole.updated_at,
             metadata=source_session.metadata, frozen_prompt=whole.frozen_prompt, messages=messages,
@@ -232,7 +236,7 @@ class _Import:
         return SessionImport(session_id=session_id, agent_id=agent_id, title=source_session.title,
                              messages_found=len(messages), messages_added=len(messages),
                              branches=len({m["id"] for m in messages} - {m["parent_id"] for m in messages}),
-                             overlays_found=overlays, overlays_added=overlays)
+                             overlays_found=overlays, overlays_added=overlays, existed=replaced, replaced=replaced)
 
     def agent_for(self, source_session) -> str:
         """The import's agent, else the one the source files the session under."""

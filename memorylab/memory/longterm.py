@@ -367,7 +367,7 @@ class LongTermMemory:
     """Durable memory records of one workspace, written after turns and recalled before them.
 
     ``extractor``, ``planner`` and ``reranker`` are callables taking one dict and returning one
-    dict (see DESIGN.md); ``model`` builds litellm-backed ones for those not given. Without
+    dict, the three judgments this module leaves to a model; ``model`` builds litellm-backed ones for those not given. Without
     either, extraction is off, the prompt is the query and nothing is reranked. Every call's
     diagnostics are ``last_diagnostics`` and the newest DIAGNOSTICS_LOG_SIZE are kept in
     ``diagnostics_log`` (on this object: they describe this process's runs, not the database).

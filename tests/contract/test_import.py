@@ -212,12 +212,13 @@ def test_importing_an_export_keeps_its_agent_takes_a_new_id_or_replaces_on_reque
     with pytest.raises(ConflictError, match="already exists"):
         import_source(store, path, dry_run=True)
     report = import_source(store, path, session_id="copy")
-    assert [(s.session_id, s.agent_id, s.messages_added) for s in report.sessions] == [("copy", "bot", 2)]
+    assert [(s.session_id, s.agent_id, s.messages_added, s.status) for s in report.sessions] == [
+        ("copy", "bot", 2, "new")]
     assert Session.open(store, "copy", agent_id="bot").get_history() == original.get_history()
     original.append_message({"id": "later", "role": "user", "content": "not in the file"})
     assert import_source(store, path, replace=True, dry_run=True).messages_added == 2
     assert len(original.get_all_messages()) == 3
-    import_source(store, path, replace=True)
+    assert [s.status for s in import_source(store, path, replace=True).sessions] == ["replaced"]
     assert [m["id"] for m in Session.open(store, "orig", agent_id="bot").get_all_messages()] == ["q", "a"]
     chats = write_jsonl(tmp_path / "chats.jsonl", [{"id": "c", "messages": WEATHER}])
     for options in ({"session_id": "x"}, {"replace": True}):
