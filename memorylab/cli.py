@@ -13,7 +13,7 @@ from .audit.report import write_audits
 from .check import check_database, repair_database
 from .errors import DamagedRowWarning, InvalidInputError, MemoryLabError
 from .history.session import Session
-from .importers import FORMATS, ReadBudget, detect_format, import_source, source_format
+from .importers import FORMATS, ReadBudget, detect_format, import_folder, import_source, source_format
 from .io import write_export
 from .samples import load_samples
 from .store import Store, is_postgres_url
@@ -46,8 +46,10 @@ def build_parser():
     demo = command("demo", help="create a database holding the sample conversations")
     demo.add_argument("--replace", action="store_true", help="overwrite sample sessions that exist")
 
-    imp = command("import", help="import agent memory from a file: " + "; ".join(f.label for f in FORMATS.values()))
-    imp.add_argument("file", metavar="PATH", help="the file to import (its format is told by its content)")
+    imp = command("import", help="import agent memory from a file or folder: " + "; ".join(
+        f.label for f in FORMATS.values()))
+    imp.add_argument("file", metavar="PATH", help="the file to import (its format is told by its content), or a "
+                                                  "folder (e.g. ~/.codex/sessions) whose files are imported one by one")
     imp.add_argument("--format", default="auto", choices=["auto", *FORMATS],
                      help="read the file as this format instead of detecting it")
     imp.add_argument("--tenant", default="default",
@@ -123,6 +125,8 @@ def _demo(store, args):
 
 
 def _import(store, args):
+    if Path(args.file).is_dir():
+        return _import_folder(store, args)
     chosen = detect_format(args.file) if args.format == "auto" else source_format(args.format)
     if (args.session_id or args.replace) and not chosen.whole_sessions:
         raise MemoryLabError(f"--session-id and --replace apply to a memorylab export; {args.file} is "
@@ -134,6 +138,20 @@ def _import(store, args):
     if sys.stderr.isatty():
         print(file=sys.stderr)
     print(report)
+
+
+def _import_folder(store, args):
+    if args.format != "auto" or args.session_id or args.replace:
+        raise MemoryLabError(f"--format, --session-id and --replace apply to one file; {args.file} is a folder, "
+                             "whose files are each imported as the format their content shows")
+    reports = import_folder(store, args.file, agent_id=args.agent, tenant_id=args.tenant, dry_run=args.dry_run,
+                            budget=ReadBudget.configured(args.max_read_seconds, args.max_read_bytes),
+                            skipped=lambda file, why: print(f"memorylab: skipped {why}", file=sys.stderr))
+    imported = 0
+    for report in reports:
+        print(report)
+        imported += 1
+    print(f"{imported} file(s) imported from {args.file}")
 
 
 @contextmanager

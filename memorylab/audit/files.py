@@ -14,13 +14,12 @@ from ..errors import ImportFormatError, MemoryLabError
 from ..store import Store
 from .audit import CompactionAudit, iter_store_audits
 
-TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".db", ".sqlite", ".sqlite3")
-
 
 def _groups(folder: Path) -> list[list[Path]]:
-    top = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in TRANSCRIPT_SUFFIXES)
-    below = [sorted(p for p in sub.rglob("*") if p.is_file() and p.suffix in TRANSCRIPT_SUFFIXES)
-             for sub in sorted(p for p in folder.iterdir() if p.is_dir())]
+    from ..importers import SOURCE_SUFFIXES, source_files
+
+    top = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in SOURCE_SUFFIXES)
+    below = [source_files(sub) for sub in sorted(p for p in folder.iterdir() if p.is_dir())]
     return [group for group in ([top] if top else []) + below if group]
 
 

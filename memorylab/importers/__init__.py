@@ -2,14 +2,16 @@
 
 ``import_source(store, path)`` detects the format by content (or takes ``format=``), reads the
 source's conversations and writes them in one transaction; importing the same source again adds
-only what it gained since. Each format lives in its own module as a ``SourceFormat``.
+only what it gained since. ``import_folder`` does so for every file under a folder (a
+``~/.codex/sessions`` tree). Each format lives in its own module as a ``SourceFormat``.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..errors import ImportFormatError, InvalidInputError
-from . import claude_code, langgraph, llm_logs, memorylab_export, openai_agents, openai_messages
+from . import claude_code, codex, langgraph, llm_logs, memorylab_export, openai_agents, openai_messages
 from .formats import SourceFormat, SourceProbe
 from .source import PREVIOUS, SourceMessage, SourceOverlay, SourceSession
 from .spool import ReadBudget, spool
@@ -21,7 +23,7 @@ FORMATS = {
         # Databases first: their tables tell them apart for certain. Then the text formats, the most
         # specific first: an OpenAI message list is what a transcript or an export is not.
         openai_agents.FORMAT, langgraph.FORMAT, llm_logs.FORMAT,
-        memorylab_export.FORMAT, claude_code.FORMAT, openai_messages.FORMAT,
+        memorylab_export.FORMAT, claude_code.FORMAT, codex.FORMAT, openai_messages.FORMAT,
     )
 }
 """Every importable format by its ``--format`` name, in detection order."""
@@ -82,8 +84,37 @@ def import_source(store, path, *, format="auto", agent_id=None, tenant_id=None, 
         spooled.close()
 
 
+SOURCE_SUFFIXES = (".jsonl", ".json", ".db", ".sqlite", ".sqlite3")
+"""The files a folder import (and audit) reads; any other file in the folder is not looked at."""
+
+
+def source_files(folder) -> list[Path]:
+    """The files under ``folder`` a folder import reads, in path order (a Codex tree's by date)."""
+    return sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.suffix in SOURCE_SUFFIXES)
+
+
+def import_folder(store, folder, *, skipped: Callable[[Path, str], None] | None = None,
+                  **options) -> Iterator[ImportReport]:
+    """The report of each import of a file under ``folder`` (``import_source`` with ``options``), in path
+    order. Each file is an import of its own, in its own transaction; a file of no format memorylab
+    imports is passed to ``skipped(file, reason)``, and one it refuses stops the folder there (the files
+    before it stay imported, and importing the folder again adds only what is new)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ImportFormatError(f"{folder}: no such folder")
+    for file in source_files(folder):
+        try:
+            chosen = detect_format(file)
+        except ImportFormatError as error:
+            if skipped:
+                skipped(file, str(error))
+            continue
+        yield import_source(store, file, **{"format": chosen.name, **options})
+
+
 __all__ = [
     "FORMATS", "ImportReport", "PREVIOUS", "ReadBudget", "SessionImport", "SourceFormat", "SourceMessage",
     "SourceOverlay",
-    "SourceProbe", "SourceSession", "detect_format", "import_source", "source_format", "write_sessions",
+    "SourceProbe", "SourceSession", "detect_format", "import_folder", "import_source", "source_format",
+    "write_sessions",
 ]

@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..messages import is_tool_part
 from .formats import SourceFormat, SourceProbe
 from .source import (
+    OpenResponse,
     SourceMessage,
     SourceOverlay,
     SourceSession,
@@ -90,22 +90,6 @@ def _is_boundary(entry):
     return entry.get("type") == "system" and entry.get("subtype") == "compact_boundary"
 
 
-@dataclass
-class _Turn:
-    """One model response, gathered from its entries, and the results of its calls, until written."""
-
-    message: dict
-    parent: str | None
-    where: str
-    calls: set = field(default_factory=set)
-    answered: set = field(default_factory=set)
-    results: list = field(default_factory=list)
-
-    @property
-    def id(self):
-        return self.message["id"]
-
-
 class _Transcript:
     """Reads one file's entries into messages in one pass; fills ``overlays`` as it goes."""
 
@@ -117,7 +101,7 @@ class _Transcript:
         self.turn_of: dict[str, str] = {}  # response or result id -> the response's id
         self.last: dict[str, str] = {}  # response id -> its last result (or itself)
         self.tool_names: dict[str, str] = {}  # call id -> tool name
-        self.open: dict[str, _Turn] = {}  # responses not written yet, by id
+        self.open: dict[str, OpenResponse] = {}  # responses not written yet, by id
         self.boundaries: dict[str, tuple] = {}  # compact boundary uuid -> (message it follows, entry)
         self.newest: str | None = None  # uuid of the newest entry read that has one
         self.context: dict = {}  # the session's metadata: CONTEXT fields, skipped entry counts
@@ -223,7 +207,7 @@ class _Transcript:
             return
         if turn:
             yield from self._close(turn)
-        turn = _Turn(_message(entry, "assistant", []), parent, where)
+        turn = OpenResponse(_message(entry, "assistant", []), parent, where)
         self._add_blocks(turn, content)
         self.open[uuid] = turn
         self.turn_of[uuid] = self.last[uuid] = uuid

@@ -69,7 +69,7 @@ def _rebuilt_exactly(item) -> bool:
 def _role_and_parts(item, kind, call_names):
     call_id, role = item.get("call_id"), item.get("role")
     if kind == "message" and isinstance(role, str) and role in ROLES:
-        return ROLES[role], _content_parts(item.get("content"))
+        return ROLES[role], content_parts(item.get("content"))
     if kind == "reasoning":
         texts = [p["text"] for field in ("summary", "content") for p in _listed(item.get(field))
                  if isinstance(p, dict) and isinstance(p.get("text"), str)]
@@ -105,7 +105,7 @@ def _call_input(item):
         return item["arguments"]
 
 
-def _content_parts(content) -> list[dict]:
+def content_parts(content) -> list[dict]:
     """Text parts for a message's content; images as chat ``image_url`` parts, other content left out
     (it stays in the kept item)."""
     if isinstance(content, str):

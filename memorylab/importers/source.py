@@ -64,6 +64,29 @@ class SourceOverlay:
 
 
 @dataclass
+class OpenResponse:
+    """A model response read so far (one assistant message in the parts shape) and the results of its
+    calls, held until the response is complete: a transcript writes a response and its results over
+    several lines."""
+
+    message: dict
+    parent: str | None
+    where: str
+    calls: set = field(default_factory=set)
+    answered: set = field(default_factory=set)
+    results: list = field(default_factory=list)
+
+    @property
+    def id(self):
+        return self.message["id"]
+
+    @property
+    def tail(self):
+        """The message the next one hangs on: the last result, or the response itself."""
+        return self.results[-1].message["id"] if self.results else self.id
+
+
+@dataclass
 class WholeSession:
     """What a source holding whole sessions (a memorylab export) keeps beside messages and overlays.
 
