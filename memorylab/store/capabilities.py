@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from typing import TypeGuard, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..messages import is_tool_part, message_text
 from ..shapes import Messages
 from .protocols import Outlines, PagedBranchReads, SessionStorage, TreeQueries
+
+if TYPE_CHECKING:  # typing.TypeIs is Python 3.13's; type checkers know typing_extensions' at any version
+    from typing_extensions import TypeIs
 
 TEXT_ONLY = ({"type": "text"},)
 """The parts of every message without a tool part in ``tool_outline`` (shared: read, never change)."""
@@ -22,7 +25,7 @@ _offered: dict[tuple[type, type], bool] = {}
 _Capability = TypeVar("_Capability")
 
 
-def offers(storage: object, capability: type[_Capability]) -> TypeGuard[_Capability]:
+def offers(storage: object, capability: type[_Capability]) -> TypeIs[_Capability]:
     """``isinstance(storage, capability)``, remembered per class: a runtime protocol check looks up
     every method, and a history read asks several times."""
     key = (type(storage), capability)
