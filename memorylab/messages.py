@@ -144,7 +144,8 @@ def normalized_and_measured(message) -> tuple[dict, int]:
     if not isinstance(parts, list):
         raise InvalidMessageError("a message needs a 'parts' list (or an OpenAI 'content')")
     message_id = message.get("id")
-    message_id = new_message_id() if message_id is None else check_identifier(message_id, "message id", InvalidMessageError)
+    message_id = (new_message_id() if message_id is None
+                  else check_identifier(message_id, "message id", InvalidMessageError))
     created_at = message.get("created_at") or utc_now_iso()
     _check_timestamp(created_at)
     metadata = message.get("metadata") or {}
@@ -252,7 +253,7 @@ def to_openai(messages) -> list[dict]:
     one assistant turn, since a provider wants every call before the first result. A part of a shape
     the engine never writes (``part_problem``) is left out with a ``DamagedRowWarning`` naming it.
     """
-    converted = []
+    converted: list[dict] = []
     for message in messages:
         parts = _sound_parts(message)
         if message["role"] == "tool":
@@ -263,6 +264,7 @@ def to_openai(messages) -> list[dict]:
             continue
         texts = [p["text"] for p in parts if p.get("type") == "text"]
         others = [p for p in parts if p.get("type") not in ("text", "reasoning") and not is_tool_part(p)]
+        content: list | str | None
         if others:
             content = [{"type": "text", "text": t} for t in texts] + others
         else:

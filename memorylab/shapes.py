@@ -7,7 +7,9 @@ below, so ``to_dataframe`` knows what it holds from its type instead of guessing
 """
 from __future__ import annotations
 
-from typing import Any, SupportsIndex, TypedDict, overload
+from typing import Any, SupportsIndex, TypedDict, TypeVar, overload
+
+_Item = TypeVar("_Item")
 
 
 class Part(TypedDict, total=False):
@@ -136,7 +138,14 @@ class Messages(list[Message]):
             return self._pinned(super().__getitem__(index), self.pinned_ids)
         return super().__getitem__(index)
 
-    def __add__(self, other: list[Message]) -> Messages:  # type: ignore[override]
+    @overload
+    def __add__(self, other: list[Message]) -> Messages: ...
+
+    @overload
+    def __add__(self, other: list[_Item]) -> list[_Item | Message]: ...
+
+    def __add__(self, other):
+        """A ``Messages`` whatever ``other`` holds; typed as ``list.__add__`` is, for other items."""
         return self._pinned(super().__add__(other), self.pinned_ids | _pins_of(other))
 
     def __radd__(self, other: list[Message]) -> Messages:

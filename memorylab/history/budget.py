@@ -68,7 +68,7 @@ class HistoryBudget:
         self._whole = [_shares(message) for message in history]
         self._cut = [whole if shortened is message else _shares(shortened)
                      for message, shortened, whole in zip(history, cut, self._whole)]
-        self._cut_totals = {}
+        self._cut_totals: dict[tuple[str, str], int] = {}
         for shares in self._cut:
             _add(self._cut_totals, shares, 1)
 

@@ -9,7 +9,7 @@ pinned message in the range is read back whole right after the summary (``pins``
 from itertools import count
 from operator import itemgetter
 
-from ..shapes import Message, Messages, Overlay
+from ..shapes import Message, Messages, Overlay, Part
 from ..tokens import estimate_message_tokens
 from .pins import kept_with_partners, pinned_ids_of
 
@@ -19,10 +19,11 @@ SUMMARY_ID_PREFIX = "compaction_"
 def summary_message(overlay, covered, parent_id=None) -> Message:
     """The synthetic assistant message that stands in for ``covered`` on read, under ``parent_id``
     (default: the parent of the first covered message)."""
-    message = {
+    parts: list[Part] = [{"type": "text", "text": overlay["summary"]}]
+    return {
         "id": f"{SUMMARY_ID_PREFIX}{overlay['id']}",
         "role": "assistant",
-        "parts": [{"type": "text", "text": overlay["summary"]}],
+        "parts": parts,
         "created_at": overlay["created_at"],
         "metadata": {
             "compaction": {
@@ -34,9 +35,8 @@ def summary_message(overlay, covered, parent_id=None) -> Message:
             }
         },
         "parent_id": covered[0].get("parent_id") if parent_id is None and covered else parent_id,
+        "tokens": estimate_message_tokens({"parts": parts}),
     }
-    message["tokens"] = estimate_message_tokens([message])
-    return message
 
 
 def is_summary_message(message) -> bool:

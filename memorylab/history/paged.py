@@ -2,11 +2,11 @@
 
 A branch is a few seq ranges when its stretches link up (``PagedBranchReads.branch_ranges``), else the
 seqs of a walk up its parent links; its messages come a page at a time. A storage that cannot page
-(only the core ``SessionStorage``) gives its branch whole, overlaid as ``get_history`` overlays it. Which overlays apply is
-``apply_overlays``'s own decision, taken on the messages at their ends alone; a summarized range is
-read through for its counts and its pinned messages, so a read holds a page and the few messages it
-gives back whole. Each page is a statement of its own: wrap a read in ``store.snapshot()`` to have
-all of its pages see one state of a store that others write to.
+(only the core ``SessionStorage``) gives its branch whole, overlaid as ``get_history`` overlays it.
+Which overlays apply is ``apply_overlays``'s own decision, taken on the messages at their ends alone;
+a summarized range is read through for its counts and its pinned messages, so a read holds a page and
+the few messages it gives back whole. Each page is a statement of its own: wrap a read in
+``store.snapshot()`` to have all of its pages see one state of a store that others write to.
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from collections.abc import Iterator, Sequence
 from itertools import islice
 
 from ..messages import is_tool_part
-from ..shapes import Message
+from ..shapes import Message, Overlay
 from ..store.capabilities import offers
 from ..store.capabilities import pinned_ids as stored_pins
-from ..store.protocols import PagedBranchReads
+from ..store.protocols import PagedBranchReads, SessionStorage
 from .compaction import PlanLayout, lay_out_plan, stored_tokens, tool_result_outputs, transcript_lines
 from .overlays import apply_overlays, is_summary_message, summary_message
 from .pins import kept_with_partners
@@ -31,7 +31,7 @@ class _Branch:
     def __init__(self, storage, leaf_id, page_size):
         self.storage, self.page_size = storage, page_size
         self.ranges = storage.branch_ranges(leaf_id)
-        self.walked = storage.branch_seqs(leaf_id) if self.ranges is None else None
+        self.walked: list[int] = storage.branch_seqs(leaf_id) if self.ranges is None else []
 
     def positions(self, seqs) -> dict[int, int]:
         """``{seq: position}`` of those of ``seqs`` that are on the branch (positions order the branch)."""
@@ -76,12 +76,12 @@ class _Tally:
 class _Summarized:
     """One applied overlay, read through: what ``overlays.summarized_range`` gives for its range."""
 
-    def __init__(self, overlay, pinned, pinned_ids):
+    def __init__(self, overlay, pinned, pinned_ids, first):
+        """``first``: the range's first message, which ``take`` is given first."""
         self.overlay, self.pinned, self.pinned_ids = overlay, pinned, pinned_ids
-        self.summarized, self.kept, self.first = _Tally(), [], None
+        self.summarized, self.kept, self.parent_id = _Tally(), [], first.get("parent_id")
 
     def take(self, message):
-        self.first = self.first or message
         # The pinned messages of the range are known up front, so each message's partnership with
         # them is decided as it passes, as kept_with_partners decides it on the whole range.
         if self.pinned and message["id"] in kept_with_partners([*self.pinned, message], self.pinned_ids):
@@ -92,12 +92,12 @@ class _Summarized:
     def read(self) -> list[Message]:
         if not self.kept:
             return [summary_message(self.overlay, self.summarized)]
-        summary = summary_message(self.overlay, self.summarized, parent_id=self.first.get("parent_id"))
+        summary = summary_message(self.overlay, self.summarized, parent_id=self.parent_id)
         summary["metadata"]["compaction"]["kept_pinned"] = [message["id"] for message in self.kept]
         return [summary, *self.kept]
 
 
-def iter_history(storage, snapshot, leaf_id, page_size) -> Iterator[Message]:
+def iter_history(storage: SessionStorage, snapshot, leaf_id, page_size) -> Iterator[Message]:
     """``Session.get_history(leaf_id)`` message by message (``leaf_id`` given), holding a page."""
     if not offers(storage, PagedBranchReads):
         with snapshot():
@@ -117,14 +117,14 @@ def iter_history(storage, snapshot, leaf_id, page_size) -> Iterator[Message]:
                 if applied is None:
                     yield message
                     continue
-                to_id, reading = applied[0], _Summarized(*applied[1:], pinned_ids)
+                to_id, reading = applied[0], _Summarized(*applied[1:], pinned_ids, message)
             reading.take(message)
             if message["id"] == to_id:
                 yield from reading.read()
                 reading = None
 
 
-def _applied_ranges(storage, branch, overlays, pinned_ids):
+def _applied_ranges(storage, branch, overlays, pinned_ids) -> dict[str, tuple[str, Overlay, list[Message]]]:
     """``{first id: (last id, overlay, pinned messages in between)}`` of the overlays that apply to the
     branch: those ``apply_overlays`` applies to the branch's messages at overlay ends and pins."""
     located = storage.located({overlay[end] for overlay in overlays for end in ("from_id", "to_id")} | pinned_ids)
@@ -133,7 +133,7 @@ def _applied_ranges(storage, branch, overlays, pinned_ids):
                        key=lambda placed: placed[0])
     position = {message["id"]: at for at, message in on_branch}
     by_id = {overlay["id"]: overlay for overlay in overlays}
-    ranges = {}
+    ranges: dict[str, tuple[str, Overlay, list[Message]]] = {}
     for read in apply_overlays([message for _, message in on_branch], overlays, pinned_ids=frozenset()):
         if is_summary_message(read):
             span = read["metadata"]["compaction"]
@@ -181,7 +181,8 @@ def _planning_row(message):
 def _second_read(messages, layout: PlanLayout, results):
     """Head, kept and tail messages of ``layout``, and its transcript rendered page by page."""
     kept_at, shown_at = set(layout.kept), set(layout.summarized())
-    head, kept, tail, pages, page, shown = [], [], [], [], [], set()
+    head, kept, tail, pages, page = [], [], [], [], []
+    shown: set[str] = set()
     for at, message in enumerate(messages):
         if at < layout.head_end:
             head.append(message)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 
 from ..collector import collector_paused
@@ -44,15 +44,15 @@ class Session:
         self.session_id = check_identifier(session_id, "session id")
         self.tenant_id = check_identifier(tenant_id, "tenant id")
         self.agent_id = check_identifier(agent_id, "agent id")
-        self._pk = None
-        self._storage = None
+        self._pk: int | None = None
+        self._storage: SessionStorage | None = None
         self.context = ContextBlocks(self)
         self.row_size_limit = ROW_SIZE_LIMIT_BYTES
-        self._compact_function = None
-        self._compact_threshold = None
-        self._compact_token_counter = None
-        self._compaction_error_handler = None
-        self._auto_compact_skip_below = None
+        self._compact_function: Callable[[CompactionContext], dict | None] | None = None
+        self._compact_threshold: int | None = None
+        self._compact_token_counter: Callable[[CompactionContext], int | float] | None = None
+        self._compaction_error_handler: Callable[[Exception], object] | None = None
+        self._auto_compact_skip_below: int | None = None
 
     @classmethod
     def create(cls, store, session_id=None, *, tenant_id="default", agent_id="default", metadata=None) -> Session:
@@ -197,14 +197,15 @@ class Session:
 
     def get_context_entries(self, label) -> list[dict]:
         """Every entry of a searchable block, when its provider can list them (else ``[]``)."""
-        provider = self.context.config(label).provider
-        return provider.entries() if callable(getattr(provider, "entries", None)) else []
+        entries = getattr(self.context.config(label).provider, "entries", None)
+        return entries() if callable(entries) else []
 
     def get_skill_catalog(self, label) -> list[dict]:
         """``[{"key", "description", "active"}]`` of a skills block whose provider lists its keys."""
         provider = self.context.config(label).provider
         active = set(self.get_context_block(label).get("active_skills", ()))
-        keys = provider.keys() if callable(getattr(provider, "keys", None)) else []
+        list_keys = getattr(provider, "keys", None)
+        keys = list_keys() if callable(list_keys) else []
         describe = getattr(provider, "describe", lambda key: "")
         return [{"key": k, "description": describe(k), "active": k in active} for k in keys]
 
@@ -248,6 +249,7 @@ class Session:
         A repeated message id is a no-op that returns the stored original. OpenAI chat dicts are
         converted to the parts shape.
         """
+        size_bound: int | None
         message, size_bound = normalized_and_measured(message)
         if self._name_tool_results(message, parent_id):
             size_bound = None
@@ -255,7 +257,7 @@ class Session:
         message["tokens"] = estimate_message_tokens([message])
         stored = self.storage.append(message, parent_id)
         if self._compact_threshold is not None:
-            self._maybe_auto_compact(stored["id"])
+            self._maybe_auto_compact(stored["id"], self._compact_threshold)
         return stored
 
     def _name_tool_results(self, message, parent_id) -> bool:
@@ -267,7 +269,7 @@ class Session:
         parent = self.get_latest_leaf() if parent_id is LATEST_LEAF else (
             self.get_message(parent_id) if parent_id is not None else None)
         names = {
-            p["toolCallId"]: p.get("toolName") for p in (parent or {}).get("parts", ()) if is_tool_part(p)
+            p["toolCallId"]: p.get("toolName") for p in (parent.get("parts", ()) if parent else ()) if is_tool_part(p)
         }
         renamed = False
         for part in unnamed:
@@ -284,7 +286,8 @@ class Session:
         """
         original = self.get_message(message.get("id")) if isinstance(message, dict) else None
         if original is None:
-            raise NotFoundError(f"cannot update: no message {message.get('id') if isinstance(message, dict) else message!r}")
+            named = message.get("id") if isinstance(message, dict) else message
+            raise NotFoundError(f"cannot update: no message {named!r}")
         if message.get("parent_id", original["parent_id"]) != original["parent_id"]:
             raise InvalidMessageError(
                 f"update_message cannot move {original['id']!r} from under {original['parent_id']!r} to under "
@@ -350,6 +353,8 @@ class Session:
                 return Messages()
         with self.snapshot(), collector_paused():  # a long branch is thousands of new objects
             path = self.storage.path(leaf_id)
+            if not isinstance(path, Messages):  # a storage of one's own may answer a plain list
+                path = Messages(path)
             path.pinned_ids = capabilities.pinned_ids(self.storage) if path else frozenset()
             if not apply_compactions or not path:
                 return path
@@ -469,11 +474,11 @@ class Session:
         leaf_id = leaf_id or self.storage.latest_leaf_id()
         if leaf_id is None or self.get_message(leaf_id) is None:
             raise NotFoundError(f"no message {leaf_id!r} to compact up to")
-        return self._compact(self.compaction_context(leaf_id))
+        return self._compact(self._compact_function, self.compaction_context(leaf_id))
 
-    def _compact(self, context):
+    def _compact(self, compact_function, context):
         """Hand ``context`` to the compact function and store the overlay it asks for."""
-        result = self._compact_function(context)
+        result = compact_function(context)
         if not result or not (result.get("summary") or "").strip():
             self._record_compaction_status("nothing_to_compact", "the compaction function returned no summary")
             return None
@@ -506,24 +511,24 @@ class Session:
                                        overlay_id=overlay["id"])
         return overlay
 
-    def _maybe_auto_compact(self, leaf_id):
+    def _maybe_auto_compact(self, leaf_id, threshold):
         try:
             context = self.compaction_context(leaf_id)
             estimate = context.tokens()
-            if estimate <= self._compact_threshold:
+            if estimate <= threshold:
                 return
             if self._auto_compact_skip_below is not None and estimate < self._auto_compact_skip_below:
                 return
             if self._compact_function is None:
                 raise InvalidInputError(
                     f"context is {estimate} tokens, over the compact_after threshold of "
-                    f"{self._compact_threshold}, but no compaction function is registered"
+                    f"{threshold}, but no compaction function is registered"
                 )
-            if self._compact(context) is None:
+            if self._compact(self._compact_function, context) is None:
                 self._auto_compact_skip_below = int(estimate * (1 + AUTO_COMPACT_RETRY_GROWTH))
                 warnings.warn(
                     f"session {self.session_id!r}: context is {estimate} tokens, over the threshold of "
-                    f"{self._compact_threshold}, but there is nothing to compact; retrying once it "
+                    f"{threshold}, but there is nothing to compact; retrying once it "
                     f"reaches {self._auto_compact_skip_below}",
                     RuntimeWarning, stacklevel=3,
                 )

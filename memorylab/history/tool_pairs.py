@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from ..messages import is_tool_part
-from ..shapes import Messages
+from ..shapes import Message, Messages
 from ..store import capabilities
 from .pins import with_tool_partners
 
@@ -68,7 +69,7 @@ def lint_tree(messages, overlays, pinned_ids=()) -> list[ToolPairFinding]:
 
 
 def _lint(tree):
-    found = {}  # (kind, message ids, call id) -> [detail, first leaf, paths]
+    found: dict[tuple[str, tuple, str], list] = {}  # (kind, message ids, call id) -> [detail, first leaf, paths]
     for covers, leaves in tree.leaves_by_covers().items():
         for leaf_id, findings in tree.walk(covers, leaves):
             for kind, message_ids, call_id, detail in findings:
@@ -83,19 +84,21 @@ def _lint(tree):
 def lint_path(messages) -> list[ToolPairFinding]:
     """The tool-pair problems of one history as it is sent (``Session.get_history``: summaries are
     plain messages there, so a call split by an overlay shows as an orphan)."""
+    if not messages:
+        return []
     walk = _Walk()
     for depth, message in enumerate(messages):
         parts = message.get("parts") or ()
         walk.visit(message["id"], message["role"], _calls(parts), _is_tool_traffic(message["role"], parts),
                    depth, None)
-    leaf_id = messages[-1]["id"] if messages else None
+    leaf_id = messages[-1]["id"]
     return [ToolPairFinding(kind, ids, call_id, leaf_id, detail) for kind, ids, call_id, detail in walk.at_leaf()]
 
 
-def repair_path(messages) -> Messages:
+def repair_path(messages: Sequence[Message]) -> Messages:
     """``messages`` the way providers accept them: an orphan result is left out, an orphan call gets
     the output ``MISSING_RESULT``. Pure: the stored messages are copied, never changed."""
-    fixes = {}
+    fixes: dict[str, dict[str, str]] = {}
     for finding in lint_path(messages):
         if finding.kind in (ORPHAN_RESULT, ORPHAN_CALL):
             fixes.setdefault(finding.message_ids[-1], {})[finding.tool_call_id] = finding.kind
@@ -127,12 +130,13 @@ class _Tree:
     messages that hold one. An index keeps every id for findings; no message is kept whole."""
 
     def __init__(self, rows, overlays, pinned_ids=()):
-        self.ids, self.index = [], {}
+        self.ids: list[str] = []
+        self.index: dict[str, int] = {}
         self.parent, self.depth = array("l"), array("l")
         self.first_child, self.next_sibling, last_child = array("l"), array("l"), array("l")
         self.kinds = bytearray()  # _ROLE_CODES of the role, plus _TRAFFIC for tool traffic
-        self.calls = {}           # slot -> ((call id, answered), ...) of its tool parts
-        self.roots = []
+        self.calls: dict[int, tuple] = {}  # slot -> ((call id, answered), ...) of its tool parts
+        self.roots: list[int] = []
         for message_id, parent_id, role, parts in rows:
             slot = len(self.ids)
             self.ids.append(message_id)
@@ -184,11 +188,13 @@ class _Tree:
     def leaves_by_covers(self):
         """{the overlays applied to a path, as (start depth, end depth, overlay id) triples: its leaves},
         leaves in tree order. Most sessions have one key; a branch under an overlay's end has another."""
-        ending = {}  # slot -> positions in self.overlays of those ending there
+        ending: dict[int, list[int]] = {}  # slot -> positions in self.overlays of those ending there
         for position, overlay in enumerate(self.overlays):
             ending.setdefault(self.index[overlay["to_id"]], []).append(position)
         # Which overlays end on each message's path, as a number into ``above``: few distinct sets.
-        above, numbered, above_of = [()], {(): 0}, array("l", [0]) * len(self.ids)
+        above: list[tuple[int, ...]] = [()]
+        numbered: dict[tuple[int, ...], int] = {(): 0}
+        above_of = array("l", [0]) * len(self.ids)
         for slot, parent in enumerate(self.parent):
             inherited = above_of[parent] if parent >= 0 else 0
             own = ending.get(slot)
@@ -198,7 +204,8 @@ class _Tree:
                 if inherited == len(above):
                     above.append(overlays)
             above_of[slot] = inherited
-        applied, groups = {}, {}
+        applied: dict[int, tuple] = {}
+        groups: dict[tuple, list[int]] = {}
         for slot, first_child in enumerate(self.first_child):
             if first_child < 0:
                 number = above_of[slot]

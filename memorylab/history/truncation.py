@@ -92,7 +92,7 @@ def shorten_json(value, budget):
 
 def _shorten_list(items, budget):
     room = budget - len("[]") - LIST_MARKER_OVERHEAD
-    kept = []
+    kept: list = []
     for item in items:
         separator = 1 if kept else 0
         cost = separator + json_size(item)
@@ -117,7 +117,7 @@ def _shorten_object(mapping, budget):
     room = budget - len("{}") - key_overhead
     sizes = {key: json_size(value) for key, value in mapping.items()}
     shortened = {}
-    for done, key in enumerate(sorted(mapping, key=sizes.get)):
+    for done, key in enumerate(sorted(mapping, key=sizes.__getitem__)):
         share = max(room // (len(mapping) - done), 0)
         value = shorten_json(mapping[key], share)
         room -= sizes[key] if value is mapping[key] else share

@@ -7,6 +7,8 @@ the same string.
 """
 from __future__ import annotations
 
+import builtins
+
 from ..errors import ConflictError, InvalidInputError
 from .repository import Repository
 
@@ -81,7 +83,7 @@ class AgentDirectory(Repository):
         """How many agents ``list`` pages through."""
         return self._one("SELECT COUNT(*) AS n FROM agents WHERE tenant_id = ?", (tenant_id,))["n"]
 
-    def tenants(self) -> list[str]:
+    def tenants(self) -> builtins.list[str]:
         """Every tenant that has an agent (so every tenant with a session), sorted: one index scan,
         where collecting them from the session listing reads every session."""
         return [r["tenant_id"] for r in self._all("SELECT DISTINCT tenant_id FROM agents ORDER BY tenant_id")]
@@ -89,7 +91,7 @@ class AgentDirectory(Repository):
     # -- memory status and listing ---------------------------------------------------------------
 
     def memories(self, tenant_id, agent_id, *, interaction_before=None, status=ANY_STATUS, date_from=None,
-                      date_field="updated_at", limit=20, offset=0) -> list[dict]:
+                      date_field="updated_at", limit=20, offset=0) -> builtins.list[dict]:
         """One agent's sessions, most recently updated first, each with its status, message count,
         newest summary and newest message.
 

@@ -63,7 +63,8 @@ _LINKS_PER_PAGE = 10_000
 def continuations(rows):
     """The ``continues`` flag of each ``(session key, message)`` of ``rows``, written in this order: 1
     for a message whose parent is the message of its session written just before it in ``rows``."""
-    flags, previous = [], {}
+    flags: list[int] = []
+    previous: dict[int, str] = {}
     for pk, message in rows:
         flags.append(int(message["parent_id"] is not None and message["parent_id"] == previous.get(pk)))
         previous[pk] = message["id"]
@@ -79,7 +80,7 @@ def _linked(rows, leaf_id):
 
 def _merged(stretches):
     """Seq ranges, oldest first, with overlapping ones (flags damaged into a loop) made one."""
-    ranges = []
+    ranges: list[tuple[int, int]] = []
     for first, last in sorted(stretches):
         if ranges and first <= ranges[-1][1]:
             ranges[-1] = (ranges[-1][0], max(last, ranges[-1][1]))
@@ -243,7 +244,8 @@ class BranchReads(Repository):
         if not seqs:
             return Messages()
         rows = self._tuples(
-            f"SELECT seq, {MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? AND seq IN ({', '.join('?' * len(seqs))})",
+            f"SELECT seq, {MESSAGE_COLUMNS} FROM messages WHERE session_pk = ?"
+            f" AND seq IN ({', '.join('?' * len(seqs))})",
             (self.pk, *seqs))
         by_seq = {row[0]: row[1:] for row in rows}
         return self._messages([by_seq[seq] for seq in seqs if seq in by_seq])
@@ -255,7 +257,8 @@ class BranchReads(Repository):
         for start in range(0, len(ids), _IDS_PER_STATEMENT):
             chunk = ids[start:start + _IDS_PER_STATEMENT]
             rows = self._tuples(
-                f"SELECT seq, {MESSAGE_COLUMNS} FROM messages WHERE session_pk = ? AND id IN ({', '.join('?' * len(chunk))})",
+                f"SELECT seq, {MESSAGE_COLUMNS} FROM messages WHERE session_pk = ?"
+                f" AND id IN ({', '.join('?' * len(chunk))})",
                 (self.pk, *chunk))
             for seq, *row in rows:
                 try:

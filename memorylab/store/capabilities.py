@@ -10,17 +10,22 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, TypeVar
 
 from ..messages import is_tool_part, message_text
-from ..shapes import Message, Messages
+from ..shapes import Messages
 from .protocols import Outlines, PagedBranchReads, SessionStorage, TreeQueries
+
+if TYPE_CHECKING:  # typing.TypeIs is Python 3.13's; type checkers know typing_extensions' at any version
+    from typing_extensions import TypeIs
 
 TEXT_ONLY = ({"type": "text"},)
 """The parts of every message without a tool part in ``tool_outline`` (shared: read, never change)."""
 _offered: dict[tuple[type, type], bool] = {}
+_Capability = TypeVar("_Capability")
 
 
-def offers(storage, capability) -> bool:
+def offers(storage: object, capability: type[_Capability]) -> TypeIs[_Capability]:
     """``isinstance(storage, capability)``, remembered per class: a runtime protocol check looks up
     every method, and a history read asks several times."""
     key = (type(storage), capability)
@@ -43,7 +48,7 @@ def child_counts(storage: SessionStorage) -> dict[str, int]:
     """``{message id: children}`` of every message with children."""
     if offers(storage, TreeQueries):
         return storage.child_counts()
-    return dict(Counter(m["parent_id"] for m in storage.all() if m.get("parent_id") is not None))
+    return dict(Counter(parent for m in storage.all() if (parent := m.get("parent_id")) is not None))
 
 
 def newest_leaf_under(storage: SessionStorage, message_id: str) -> str | None:
@@ -100,7 +105,7 @@ def outline(storage: SessionStorage) -> list[dict]:
     """Every message as a tree drawing needs it (``Outlines.outline``), parents first."""
     if offers(storage, Outlines):
         return storage.outline()
-    drawn = []
+    drawn: list[dict] = []
     for m in storage.all():
         text = message_text(m)
         parts = m["parts"] if not text or _holds_tool_part(m) else [{"type": "text", "text": text}]
@@ -126,7 +131,7 @@ def tool_outline(storage: SessionStorage) -> Iterator[tuple]:
 # -- PagedBranchReads -------------------------------------------------------------------------------
 
 
-def message_pages(storage: SessionStorage, page_size: int) -> Iterator[list[Message]]:
+def message_pages(storage: SessionStorage, page_size: int) -> Iterator[Messages]:
     """Every message in the order stored, ``page_size`` at a time (the whole of ``all()`` where the
     storage cannot page)."""
     if offers(storage, PagedBranchReads):

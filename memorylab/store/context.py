@@ -2,6 +2,8 @@
 entries that searchable blocks index (shared by a tenant's sessions, by namespace)."""
 from __future__ import annotations
 
+import builtins
+
 from ..messages import utc_now_iso
 from .compare_and_set import check_version, version_of
 from .repository import Repository
@@ -46,7 +48,8 @@ class SessionBlocks(Repository):
             stored = self._locked_content(conn, label)
             check_version(f"block {label!r}", expected, text_version(stored), stored)
             if stored is None:
-                if conn.execute(_SET_BLOCK + " ON CONFLICT DO NOTHING", (self.pk, label, content, utc_now_iso())).rowcount:
+                created = conn.execute(_SET_BLOCK + " ON CONFLICT DO NOTHING", (self.pk, label, content, utc_now_iso()))
+                if created.rowcount:
                     return
                 stored = self._locked_content(conn, label)  # another writer created it meanwhile
                 check_version(f"block {label!r}", expected, text_version(stored), stored)
@@ -124,7 +127,7 @@ class SearchEntries(Repository):
         )
         return [dict(r) for r in rows]
 
-    def search(self, tenant_id, namespace, query, limit=5) -> list[dict]:
+    def search(self, tenant_id, namespace, query, limit=5) -> builtins.list[dict]:
         """Ranked entries matching ``query`` (any string is safe)."""
         found = self.dialect.full_text("entries", query)
         if found is None or limit <= 0:

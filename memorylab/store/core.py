@@ -8,6 +8,7 @@ repositories (``store.sessions``, ``store.kv``, ...), written once in what both 
 ``store.dialect`` where the engines part. Their interfaces are written down in
 ``memorylab.store.protocols``; nothing outside this package writes SQL.
 """
+from contextlib import AbstractContextManager
 from functools import cached_property
 from typing import Any
 
@@ -48,18 +49,23 @@ class Store:
     """
 
     # -- what each backend provides ------------------------------------------------------------
-    # dialect; transaction() / snapshot(): context managers yielding a connection with
-    # execute/executemany; fetch_one / fetch_all / fetch_tuples: single reads; close(); path (safe to
-    # show); db; write_one. It may override _one_statement, _INTEGRITY, _BULK and read_only.
+    # dialect; path; transaction() / snapshot(): context managers yielding a connection with
+    # execute/executemany; fetch_one / fetch_all / fetch_tuples: single reads; close(); db; write_one.
+    # It may override _one_statement, _INTEGRITY, _BULK and read_only.
 
     dialect: Dialect
     """What this backend's engine does differently (``memorylab.store.dialect``)."""
+    path: str
+    """Where the database is, safe to show (a URL without its password)."""
     _INTEGRITY = Integrity
     _BULK = BulkCopy
-    read_only = False
-    """Whether this store only reads: its writes raise ``StoreReadOnlyError`` (``StoreFullError`` when a
-    full disk is why), its reads work. A SQLite file opens so when asked, when write-protected, or
-    when its disk is full."""
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this store only reads: its writes raise ``StoreReadOnlyError`` (``StoreFullError`` when
+        a full disk is why), its reads work. A SQLite file opens so when asked, when write-protected, or
+        when its disk is full."""
+        return False
 
     def __new__(cls, target=":memory:", **options):
         if cls is Store:
@@ -85,6 +91,19 @@ class Store:
     @property
     def search_engine(self) -> SearchEngine:
         return self.dialect.search_engine
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """A write transaction yielding its connection; nested calls join the outer one."""
+        raise NotImplementedError
+
+    def snapshot(self) -> AbstractContextManager[Any]:
+        """A read transaction: its reads see one state of the database; inside this thread's
+        transaction or snapshot it joins that one."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Close the backend's connections; the store cannot be used after."""
+        raise NotImplementedError
 
     def fetch_one(self, sql, params=()) -> Any:
         """The first row of one read (by position or column name), in this thread's transaction or snapshot."""

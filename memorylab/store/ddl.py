@@ -16,7 +16,8 @@ class DDL:
     and for ``migrations.migrate`` where it records the version (``version``, ``record``) and how it
     keeps a second process out while migrating (``exclusive``)."""
 
-    dialect = None
+    dialect: ClassVar[str]
+    """``"sqlite"`` or ``"postgresql"``: the backend an index declared ``only`` for is kept by."""
     TYPES: ClassVar[dict] = {}
     IDENTITY = ""
     """The column definition of a generated key, ``{}`` standing for its name."""

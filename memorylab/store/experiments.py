@@ -58,7 +58,8 @@ class ExperimentRecords(Repository):
             pk = row[0]
             for table in ("experiment_arms", "experiment_cases", "experiment_probes"):
                 conn.execute(f"DELETE FROM {table} WHERE experiment_pk = ?", (pk,))
-            insert_rows(conn, "experiment_arms", ("experiment_pk", "name", "position", "strategy", "settings", "min_score"),
+            insert_rows(conn, "experiment_arms",
+                        ("experiment_pk", "name", "position", "strategy", "settings", "min_score"),
                         [(pk, arm["name"], position, arm["strategy"], dumps(arm["settings"]), arm["min_score"])
                          for position, arm in enumerate(definition["arms"])])
             cases = definition["cases"]
@@ -89,25 +90,31 @@ class ExperimentRecords(Repository):
         """What ``save`` was given (plus ``pk``, ``created_at``, ``updated_at`` and the ``version`` a
         guarded save compares), or None."""
         with self._store.snapshot() as conn:
-            row = conn.execute("SELECT * FROM experiments WHERE tenant_id = ? AND name = ?", (tenant_id, name)).fetchone()
+            row = conn.execute("SELECT * FROM experiments WHERE tenant_id = ? AND name = ?",
+                               (tenant_id, name)).fetchone()
             if row is None:
                 return None
             pk, where = row["pk"], f"experiment {name!r}"
-            arms = conn.execute("SELECT * FROM experiment_arms WHERE experiment_pk = ? ORDER BY position", (pk,)).fetchall()
+            arms = conn.execute("SELECT * FROM experiment_arms WHERE experiment_pk = ? ORDER BY position",
+                                (pk,)).fetchall()
             cases = conn.execute("SELECT * FROM experiment_cases WHERE experiment_pk = ? ORDER BY position",
                                  (pk,)).fetchall()
-            probes = conn.execute("SELECT * FROM experiment_probes WHERE experiment_pk = ? ORDER BY case_name, position",
-                                  (pk,)).fetchall()
-        by_case = {}
+            probes = conn.execute(
+                "SELECT * FROM experiment_probes WHERE experiment_pk = ? ORDER BY case_name, position", (pk,)
+            ).fetchall()
+        by_case: dict[str, list[dict]] = {}
         for probe in probes:
             by_case.setdefault(probe["case_name"], []).append({
                 "id": probe["probe_id"], "kind": probe["kind"], "question": probe["question"],
-                "facts": _loads(probe, "experiment_probes", "facts", f"{where}, probe {probe['probe_id']!r}"), "answer": probe["answer"],
+                "facts": _loads(probe, "experiment_probes", "facts", f"{where}, probe {probe['probe_id']!r}"),
+                "answer": probe["answer"],
             })
         content = {
-            "name": row["name"], "description": row["description"], "settings": _loads(row, "experiments", "settings", where),
+            "name": row["name"], "description": row["description"],
+            "settings": _loads(row, "experiments", "settings", where),
             "arms": [{"name": arm["name"], "strategy": arm["strategy"], "min_score": arm["min_score"],
-                      "settings": _loads(arm, "experiment_arms", "settings", f"{where}, arm {arm['name']!r}")} for arm in arms],
+                      "settings": _loads(arm, "experiment_arms", "settings", f"{where}, arm {arm['name']!r}")}
+                     for arm in arms],
             "cases": [{"name": case["name"], "tenant_id": case["tenant_id"], "agent_id": case["agent_id"],
                        "session_id": case["session_id"], "leaf_id": case["leaf_id"],
                        "probes": by_case.get(case["name"], [])} for case in cases],
@@ -134,7 +141,8 @@ class ExperimentRecords(Repository):
     def delete(self, tenant_id, name) -> bool:
         """Remove an experiment with everything it holds, its runs included."""
         with self.transaction() as conn:
-            pk = conn.execute("SELECT pk FROM experiments WHERE tenant_id = ? AND name = ?", (tenant_id, name)).fetchone()
+            pk = conn.execute("SELECT pk FROM experiments WHERE tenant_id = ? AND name = ?",
+                              (tenant_id, name)).fetchone()
             if pk is None:
                 return False
             for table in ("experiment_runs", "experiment_probes", "experiment_cases", "experiment_arms"):

@@ -20,6 +20,7 @@ from .compare_and_set import check_version
 from .context import text_version
 from .dialect import SNIPPET_MARKS
 from .fts import search_terms
+from .rows import placed
 from .sessions import LATEST_LEAF, UNCHECKED
 
 _WORD = re.compile(r"\w+")
@@ -136,7 +137,7 @@ class InMemorySessionStorage:
             if parent_id is not None and parent_id not in self._messages:
                 raise NotFoundError(f"parent {parent_id!r} is not a message of this session; append with "
                                     "parent_id=None to start a new root")
-            appended = dict(message, parent_id=parent_id)
+            appended = placed(message, parent_id)
             self._messages[message["id"]] = copy.deepcopy(appended)
             self._latest = message["id"]
             self._touch()
@@ -152,10 +153,11 @@ class InMemorySessionStorage:
 
     def path(self, leaf_id) -> Messages:
         with self._lock:
-            path, at = [], self._messages.get(leaf_id)
+            path: list[Message] = []
+            at = self._messages.get(leaf_id)
             while at is not None:
                 path.append(at)
-                at = self._messages.get(at["parent_id"])
+                at = self._messages.get(at["parent_id"]) if at["parent_id"] is not None else None
             return Messages(copy.deepcopy(path[::-1]))
 
     def children(self, message_id) -> Messages:
@@ -174,7 +176,7 @@ class InMemorySessionStorage:
             current = self._messages.get(message["id"])
             if current is None:
                 raise NotFoundError(f"message {message['id']!r} is not in this session")
-            updated = dict(message, parent_id=current["parent_id"])
+            updated = placed(message, current["parent_id"])
             self._messages[message["id"]] = copy.deepcopy(updated)
             self._touch()
             return updated
@@ -189,7 +191,8 @@ class InMemorySessionStorage:
                 for child in self._messages.values():
                     if child["parent_id"] == message_id:
                         child["parent_id"] = gone["parent_id"]
-                self._overlays = {key: o for key, o in self._overlays.items() if message_id not in (o["from_id"], o["to_id"])}
+                self._overlays = {key: o for key, o in self._overlays.items()
+                                  if message_id not in (o["from_id"], o["to_id"])}
                 self._pins.pop(message_id, None)
                 removed += 1
             self._latest = next(reversed(self._messages), None)
@@ -211,7 +214,7 @@ class InMemorySessionStorage:
         """Messages holding every word of ``query`` (bare words as prefixes, quoted phrases whole), most
         matches first: no index, a scan of the session."""
         terms = [(_WORD.findall(chunk.casefold()), prefix) for chunk, prefix in search_terms(query)]
-        hits = []
+        hits: list[tuple[int, int, Message, str]] = []
         for message in self.all():
             if roles and message["role"] not in roles:
                 continue
@@ -254,7 +257,8 @@ class InMemorySessionStorage:
         with self._lock:
             if message_id not in self._messages:
                 raise NotFoundError(f"cannot pin {message_id!r}: it is not a message of this session")
-            pin = self._pins.setdefault(message_id, {"message_id": message_id, "note": note, "pinned_at": utc_now_iso()})
+            pin = self._pins.setdefault(message_id,
+                                        {"message_id": message_id, "note": note, "pinned_at": utc_now_iso()})
             pin["note"] = note
             self._touch()
             return dict(pin)

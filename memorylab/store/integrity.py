@@ -7,8 +7,10 @@ enforces foreign keys and computes its search vectors itself). Each method retur
 ``memorylab.check``'s job, a repair is ``quarantine``'s. Every question is a read, except FTS5's own
 index check, which SQLite runs as a command written into the index (``fts_complaint``).
 """
+import enum
 import re
 from collections.abc import Iterator
+from typing import Final, Literal
 
 from ..errors import StoreBusyError, StoreError, StoreReadOnlyError
 from . import schema
@@ -32,7 +34,15 @@ _ROW_NAMES = {
     "experiment_runs": lambda r: f"experiment run {r['pk']}",
     "quarantine": lambda r: f"quarantined row {r['pk']}",
 }
-NOT_CHECKED = object()
+
+
+class _Unchecked(enum.Enum):
+    """A type of its own for ``NOT_CHECKED``, so that a type checker tells it from a complaint's text."""
+
+    NOT_CHECKED = "not checked"
+
+
+NOT_CHECKED: Final = _Unchecked.NOT_CHECKED
 """``fts_complaint``'s answer when the store may only read: FTS5 checks an index through a command
 written into it, which a read-only database refuses before it starts."""
 
@@ -144,7 +154,8 @@ class Integrity(Repository):
     def _damaged_messages(self, batch):
         found = []
         columns = ", ".join("t." + c for c in MESSAGE_COLUMNS.split(", "))
-        sql = f"SELECT t.seq, {_SESSION}, {columns} FROM messages t JOIN sessions s ON s.pk = t.session_pk WHERE {{after}}"
+        sql = (f"SELECT t.seq, {_SESSION}, {columns} FROM messages t JOIN sessions s ON s.pk = t.session_pk"
+               " WHERE {after}")
         for rows in self._batches(sql, ("seq",), batch):
             for row in rows:
                 problem = unreadable_message(tuple(row)[4:])
@@ -215,7 +226,7 @@ class SQLiteIntegrity(Integrity):
                             "rowid": rowid.group(1) if rowid else "rowid"})
         return indexes
 
-    def fts_complaint(self, index, *, against_content) -> str | None:
+    def fts_complaint(self, index, *, against_content) -> str | Literal[_Unchecked.NOT_CHECKED] | None:
         """FTS5's ``integrity-check`` of ``index``; with ``against_content`` it also compares every
         row with the text of its content table. None when it passes, ``NOT_CHECKED`` on a database this
         store may not write, else SQLite's error text."""
@@ -245,7 +256,7 @@ class SQLiteIntegrity(Integrity):
     def rows_of_missing_parents(self) -> dict[tuple[str, str], int]:
         """``{(table, parent table): rows}`` whose foreign key names a row that does not exist: messages,
         overlays, blocks... of a deleted session (``PRAGMA foreign_key_check``)."""
-        counts = {}
+        counts: dict[tuple[str, str], int] = {}
         for row in self._all("PRAGMA foreign_key_check"):
             key = (row["table"], row["parent"])
             counts[key] = counts.get(key, 0) + 1

@@ -6,7 +6,9 @@ one session, so another session's records cannot reach a candidate list.
 """
 from __future__ import annotations
 
+import builtins
 import json
+from typing import cast
 
 from ..errors import InvalidInputError
 from ..messages import utc_now_iso
@@ -34,7 +36,8 @@ def record_version(row) -> str:
 def _record_from_row(row):
     """A record from its row; DamagedRowError when one of its JSON documents cannot be read."""
     where = f"long-term record {row['pk']} (workspace {row['workspace']!r})"
-    stored = {column: read_json(row[column], kind, where, column) for column, kind in JSON_KINDS["memory_records"].items()}
+    stored = {column: read_json(row[column], kind, where, column)
+              for column, kind in JSON_KINDS["memory_records"].items()}
     return {
         "id": row["pk"], "workspace": row["workspace"], "collection": row["collection"], "kind": row["kind"],
         "scope": row["scope"], "session_id": row["session_id"], "summary": row["summary"],
@@ -69,7 +72,8 @@ class LongTermRecords(Repository):
                 ).fetchone()[0]
                 for r in records
             ]
-        return [self.get(workspace, pk) for pk in ids]
+        # Each was just written: only a writer deleting it in between would make its read None.
+        return cast("builtins.list[MemoryRecord]", [self.get(workspace, pk) for pk in ids])
 
     def get(self, workspace, record_id) -> MemoryRecord | None:
         """The record, None when there is none, DamagedRowError when its row is unreadable."""
@@ -124,7 +128,7 @@ class LongTermRecords(Repository):
         return row["pk"] if row else None
 
     def candidates(self, workspace, scope, session_id, *, query=None, match="words", tags=(),
-                   limit=8) -> list[MemoryRecord]:
+                   limit=8) -> builtins.list[MemoryRecord]:
         """Records of one scope carrying every one of ``tags``, best first.
 
         With a ``query``, ``match="words"`` keeps those holding any word of it as a whole word, as
@@ -156,13 +160,14 @@ class LongTermRecords(Repository):
             order = f"{fts.rank}, {order}"
         for i, tag in enumerate(tags):
             params[f"tag{i}"] = tag
-            where.append(f"EXISTS (SELECT 1 FROM {self.dialect.json_values('r.tags', f't{i}')} WHERE t{i}.value = :tag{i})")
+            tag_values = self.dialect.json_values("r.tags", f"t{i}")
+            where.append(f"EXISTS (SELECT 1 FROM {tag_values} WHERE t{i}.value = :tag{i})")
         rows = self._all(
             f"SELECT r.* FROM {source} WHERE {' AND '.join(where)} ORDER BY {order} LIMIT :limit", params
         )
         return MemoryRecords(readable(rows, _record_from_row))
 
-    def tags(self, workspace, session_id, *, limit=50) -> list[str]:
+    def tags(self, workspace, session_id, *, limit=50) -> builtins.list[str]:
         """The tags a session can retrieve by (global ones and its own), most used first."""
         rows = self._all(
             f"""SELECT t.value AS tag FROM memory_records r, {self.dialect.json_values('r.tags', 't')}

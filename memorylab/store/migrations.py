@@ -6,7 +6,10 @@ columns declared ``since`` it, ``db.execute(sql)`` for rows to carry over. A dat
 many it has applied (SQLite's ``user_version``, PostgreSQL's ``memorylab_schema`` table); opening it
 applies the rest in one transaction. A new migration goes at the end, and is never edited once released.
 """
+from collections.abc import Callable
+
 from ..errors import MemoryLabError
+from .ddl import DDL
 from .schema import (
     AGENTS,
     COMPACTIONS,
@@ -26,7 +29,7 @@ from .schema import (
     SKILL_ACTIVATIONS,
 )
 
-MIGRATIONS = []
+MIGRATIONS: list[Callable[[DDL], None]] = []
 
 
 def migration(function):

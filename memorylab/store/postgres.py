@@ -16,7 +16,7 @@ import re
 import select
 import threading
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -61,7 +61,7 @@ _PATIENCE = 0.1
 _SERVER_GONE = ("57P01", "57P02", "57P03")  # admin shutdown (a restart, a killed backend), crash, starting up
 
 _PLACEHOLDER = re.compile(r"%|\?|(?<![:\w]):([A-Za-z_]\w*)")
-_translated = {}
+_translated: dict[str, str] = {}
 
 
 def _translate(sql):
@@ -78,7 +78,7 @@ class _Row(tuple):
     """A result row that reads like ``sqlite3.Row``: by position, by column name, and through ``dict()``."""
 
     __slots__ = ()
-    _index = {}
+    _index: ClassVar[dict[str, int]] = {}
 
     def __getitem__(self, key):
         return tuple.__getitem__(self, self._index[key] if isinstance(key, str) else key)
@@ -87,7 +87,7 @@ class _Row(tuple):
         return list(self._index)
 
 
-_row_types = {}
+_row_types: dict[tuple[str, ...], type[_Row]] = {}
 
 
 def _row_factory(cursor):

@@ -5,15 +5,16 @@ above (``Session``, ``Memory``, ``KVStore``, ``LongTermMemory``, ``memorylab che
 ``memorylab copy``) relies on these methods and nothing else, so another storage only has to
 answer them; a session's storage only its core ``SessionStorage``, the capabilities beside it
 (``TreeQueries``, ``Outlines``, ``PagedBranchReads``) being optional. Messages, overlays and rows are
-plain dicts; their keys are listed where they first appear. ``pk`` is a session's internal key,
-which only the catalog hands out.
+plain dicts (typed in ``memorylab.shapes``); their keys are listed where they first appear. ``pk`` is
+a session's internal key, which only the catalog hands out.
 """
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
-from ..shapes import SessionRows
+from ..shapes import Message, Messages, Overlay, SearchHits, SessionRows
 
 
 class SessionStorage(Protocol):
@@ -45,29 +46,29 @@ class SessionStorage(Protocol):
     def delete(self) -> None:
         """Remove the session with everything it holds."""
 
-    def append(self, message: dict, parent: Any = ...) -> dict:
+    def append(self, message: dict, parent: Any = ...) -> Message:
         """Store a normalized message and return it with its ``parent_id``. Idempotent: appending an
         id the session already holds changes nothing and returns the stored message."""
 
-    def get(self, message_id: str) -> dict | None:
+    def get(self, message_id: str) -> Message | None:
         """The message, None when there is none; ``DamagedRowError`` when its row cannot be read."""
 
     def latest_leaf_id(self) -> str | None:
         """The newest message's id (childless: children are written after their parents)."""
 
-    def path(self, leaf_id: str) -> list[dict]:
+    def path(self, leaf_id: str) -> Messages:
         """Root-to-leaf messages, overlays not applied; ``[]`` for an unknown leaf. A damaged row is
         left out with a ``DamagedRowWarning`` (so are the readers of many messages below)."""
 
-    def children(self, message_id: str | None) -> list[dict]:
+    def children(self, message_id: str | None) -> Messages:
         """The messages under ``message_id`` (None: the roots), oldest first."""
 
-    def all(self) -> list[dict]:
+    def all(self) -> Messages:
         """Every message, in the order they were stored (parents before children)."""
 
     def count(self) -> int: ...
 
-    def update(self, message: dict) -> dict:
+    def update(self, message: dict) -> Message:
         """Replace a message's content; its place in the tree stays. ``NotFoundError`` if absent."""
 
     def delete_messages(self, message_ids: Iterable[str]) -> int:
@@ -77,14 +78,14 @@ class SessionStorage(Protocol):
     def clear(self) -> int:
         """Remove every message, overlay, pin and skill activation; returns the number of messages."""
 
-    def search(self, query: str, *, tenant_id: str, limit: int = 20, roles: list[str] | None = None) -> list[dict]:
+    def search(self, query: str, *, tenant_id: str, limit: int = 20, roles: list[str] | None = None) -> SearchHits:
         """Ranked hits in this session (the shape of ``Store.search``); any query string is safe."""
 
-    def add_overlay(self, summary: str, from_id: str, to_id: str, metadata: dict | None = None) -> dict:
+    def add_overlay(self, summary: str, from_id: str, to_id: str, metadata: dict | None = None) -> Overlay:
         """Store an overlay ``{"id", "from_id", "to_id", "summary", "created_at", "metadata"}`` over
         ``from_id..to_id``, one root-to-leaf range; ids count up per session."""
 
-    def overlays(self) -> list[dict]:
+    def overlays(self) -> list[Overlay]:
         """Every overlay, oldest first (whether each applies depends on the path read)."""
 
     def delete_overlay(self, overlay_id: int) -> None:
@@ -117,7 +118,7 @@ class TreeQueries(Protocol):
     def newest_leaf_under(self, message_id: str) -> str | None:
         """The newest message of the subtree rooted at ``message_id``; None for an unknown id."""
 
-    def leaves(self) -> list[dict]:
+    def leaves(self) -> Messages:
         """Messages without children, newest first."""
 
     def pinned_ids(self) -> frozenset:
@@ -161,13 +162,13 @@ class PagedBranchReads(Protocol):
     def seq_span(self) -> tuple[int, int] | None:
         """The seqs of the session's first and last messages; None when it has none."""
 
-    def messages_between(self, low: int, high: int, *, page_size: int = 1000) -> Iterator[list[dict]]:
+    def messages_between(self, low: int, high: int, *, page_size: int = 1000) -> Iterator[Messages]:
         """The messages with seq in ``low .. high``, oldest first, in pages of at most ``page_size``."""
 
-    def messages_at(self, seqs: list[int]) -> list[dict]:
+    def messages_at(self, seqs: list[int]) -> Messages:
         """The messages at ``seqs``, in that order."""
 
-    def located(self, message_ids: Iterable[str]) -> dict[str, tuple[int, dict]]:
+    def located(self, message_ids: Iterable[str]) -> dict[str, tuple[int, Message]]:
         """``{id: (seq, message)}`` of the readable messages among ``message_ids`` (a few)."""
 
 
@@ -209,8 +210,9 @@ class SessionCatalog(Protocol):
         """How many sessions ``list`` pages through with the same filters."""
 
     def write(self, tenant_id: str, agent_id: str, session_id: str, *, created_at: str, updated_at: str,
-              metadata: dict, frozen_prompt: str | None, messages: list[dict], compactions: list[dict],
-              context_blocks: list[dict], pins: list[dict] = (), replace: bool = False) -> int:
+              metadata: dict, frozen_prompt: str | None, messages: builtins.list[dict],
+              compactions: builtins.list[dict], context_blocks: builtins.list[dict], pins: Iterable[dict] = (),
+              replace: bool = False) -> int:
         """Write a whole, validated session in one transaction; ``ConflictError`` when it exists
         unless ``replace``."""
 
@@ -249,7 +251,7 @@ class EntryStorage(Protocol):
     def list(self, tenant_id: str, namespace: str) -> list[dict]:
         """``[{"key", "content", "updated_at"}]`` by key."""
 
-    def search(self, tenant_id: str, namespace: str, query: str, limit: int = 5) -> list[dict]:
+    def search(self, tenant_id: str, namespace: str, query: str, limit: int = 5) -> builtins.list[dict]:
         """Ranked entries; any query string is safe."""
 
 
@@ -296,12 +298,12 @@ class AgentStorage(Protocol):
 
     def count(self, tenant_id: str) -> int: ...
 
-    def tenants(self) -> list[str]:
+    def tenants(self) -> builtins.list[str]:
         """Every tenant with an agent, sorted."""
 
     def memories(self, tenant_id: str, agent_id: str, *, interaction_before: str | None = None,
                  status: Any = ..., date_from: str | None = None, date_field: str = "updated_at",
-                 limit: int = 20, offset: int = 0) -> list[dict]:
+                 limit: int = 20, offset: int = 0) -> builtins.list[dict]:
         """An agent's sessions with status, message count, newest summary and newest message."""
 
 
@@ -323,10 +325,10 @@ class LongTermStorage(Protocol):
     def find_duplicate(self, workspace: str, scope: str, session_id: str | None, summary: str) -> int | None: ...
 
     def candidates(self, workspace: str, scope: str, session_id: str | None, *, query: str | None = None,
-                   match: str = "words", tags: tuple = (), limit: int = 8) -> list[dict]:
+                   match: str = "words", tags: tuple = (), limit: int = 8) -> builtins.list[dict]:
         """Records of one scope found by ``query`` (``match``: words, prefixes or substring) carrying every tag."""
 
-    def tags(self, workspace: str, session_id: str | None, *, limit: int = 50) -> list[str]: ...
+    def tags(self, workspace: str, session_id: str | None, *, limit: int = 50) -> builtins.list[str]: ...
 
     def locate_turn(self, session_id: str, user_text: str, assistant_text: str) -> dict | None:
         """The stored ids of a user message and the answer after it, for provenance."""

@@ -83,7 +83,7 @@ class Quarantine(Repository):
             "SELECT tenant_id, agent_id, session_id FROM sessions WHERE pk = ?", (pk,)).fetchone())
         children = conn.execute("SELECT COUNT(*) FROM messages WHERE session_pk = ? AND parent_id = ?",
                                 (pk, message_id)).fetchone()[0]
-        kept = {}
+        kept: dict[str, int] = {}
         for table, names in (("compactions", "from_id = ? OR to_id = ?"), ("message_pins", "message_id = ?")):
             key_columns = _TABLES[table].key
             for found in conn.execute(f"SELECT {', '.join(key_columns)} FROM {table} WHERE session_pk = ?"

@@ -8,9 +8,11 @@ what check lists is exactly what reads skip.
 """
 import json
 import warnings
+from typing import cast
 
 from ..errors import DamagedRowError, DamagedRowWarning
 from ..messages import parts_problem
+from ..shapes import Message
 
 MESSAGE_COLUMNS = "id, parent_id, role, parts, created_at, metadata, tokens"
 HAS_TOOL_PART = "parts LIKE '%\"toolCallId\"%'"
@@ -26,10 +28,12 @@ def acyclic_dumps(*, allow_nan=True):
     encoder built once: ``JSONEncoder.encode`` builds one on every call, for a fresh cycle check, which
     was half the cost of encoding a message's parts. A value that holds itself is a RecursionError."""
     encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False, allow_nan=allow_nan)
-    if json.encoder.c_make_encoder is None:  # a Python without the C accelerator
+    # c_make_encoder is CPython's C encoder (None without the accelerator), private and so not in typeshed.
+    make_encoder = json.encoder.c_make_encoder  # type: ignore[attr-defined]
+    if make_encoder is None:
         return encoder.encode
-    encode = json.encoder.c_make_encoder(None, encoder.default, json.encoder.encode_basestring, None,
-                                         encoder.key_separator, encoder.item_separator, False, False, allow_nan)
+    encode = make_encoder(None, encoder.default, json.encoder.encode_basestring, None,
+                          encoder.key_separator, encoder.item_separator, False, False, allow_nan)
     return lambda value: "".join(encode(value, 0))
 
 
@@ -42,13 +46,13 @@ dumps_checked = acyclic_dumps()
 # it reads one value from an offset, as ``raw_decode`` does, and raises StopIteration where that
 # raises ValueError.
 _decoder = json.JSONDecoder()
-_scan = _decoder.scan_once
+_scan = _decoder.scan_once  # type: ignore[attr-defined]  # set by JSONDecoder.__init__, not in typeshed
 _decode = _decoder.raw_decode
 UNREADABLE = (StopIteration, ValueError, TypeError, RecursionError)
 """What ``_scan`` raises on a stored document it cannot read (RecursionError: nested deeper than it recurses)."""
 
 
-JSON_KINDS = {
+JSON_KINDS: dict[str, dict[str, type]] = {
     "sessions": {"metadata": dict},
     "messages": {"parts": list, "metadata": dict},
     "compactions": {"metadata": dict},
@@ -107,6 +111,12 @@ def readable(rows, read, where=""):
             warnings.warn(f"{where}skipped {error}; `memorylab check` lists such rows and `memorylab check "
                           "--repair` sets them aside", DamagedRowWarning, stacklevel=4)
     return values
+
+
+def placed(message, parent_id) -> Message:
+    """A normalized message (with its ``tokens``) as stored under ``parent_id``. Normalizing filled in
+    every other key of a ``Message``, which a type checker cannot follow."""
+    return cast(Message, dict(message, parent_id=parent_id))
 
 
 def message_from_row(row):

@@ -9,6 +9,7 @@ and never names the internal key again.
 from __future__ import annotations
 
 from functools import cache
+from typing import cast
 
 from ..errors import ConflictError, DamagedRowError, InvalidMessageError, NotFoundError, StaleWriteError
 from ..messages import message_text, utc_now_iso
@@ -24,6 +25,7 @@ from .rows import (
     dumps_checked,
     like_literal,
     message_from_row,
+    placed,
     read_json,
     readable,
     session_name,
@@ -147,7 +149,7 @@ class SqlSessionCatalog(Repository):
                 " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, agent_id, session_id) DO NOTHING RETURNING pk",
                 (tenant_id, agent_id, session_id, now, now, dumps(metadata or {})),
             ).fetchone()
-            return row[0] if row else self.find(tenant_id, agent_id, session_id)
+            return row[0] if row else self.ensure(tenant_id, agent_id, session_id, metadata)
 
     def insert_messages(self, rows) -> None:
         """Write ``(session key, message)`` pairs, each message normalized with its ``parent_id`` and
@@ -379,7 +381,7 @@ class SqlSessionStorage(BranchReads):
                 row = conn.execute(_append_statement(dialect, kind), params).fetchone()
                 if row is not None:
                     conn.execute(_POINT_TO_LATEST, (params["now"], message["id"], self.pk))
-        return self._not_appended(message, parent) if row is None else dict(message, parent_id=row[0])
+        return self._not_appended(message, parent) if row is None else placed(message, row[0])
 
     def _not_appended(self, message, parent):
         """What an append that wrote nothing answers: the stored original of a repeated id, else the
@@ -496,7 +498,7 @@ class SqlSessionStorage(BranchReads):
                 ),
             )
             conn.execute("UPDATE sessions SET updated_at = ? WHERE pk = ?", (utc_now_iso(), self.pk))
-        return dict(message, parent_id=current["parent_id"])
+        return placed(message, current["parent_id"])
 
     def delete_messages(self, message_ids) -> int:
         """Remove messages, re-attaching their children to their parents (the tree stays connected).
@@ -566,7 +568,7 @@ class SqlSessionStorage(BranchReads):
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (pk, overlay_id, from_id, to_id, summary, utc_now_iso(), dumps(metadata or {})),
             )
-            return self.get_overlay(overlay_id)
+            return cast(Overlay, self.get_overlay(overlay_id))  # written just above, in this transaction
 
     def get_overlay(self, overlay_id) -> Overlay | None:
         """The overlay, None when there is none, DamagedRowError when its row is unreadable."""

@@ -142,6 +142,23 @@ def test_pins_survive_a_compaction_and_a_plan_leaves_them_out(session):
     assert session.unpin("m1") and not session.unpin("m1") and session.get_pins() == []
 
 
+class PlainListStorage(InMemorySessionStorage):
+    """A storage of one's own whose ``path`` answers a plain list, as a list of message dicts may."""
+
+    def path(self, leaf_id):
+        return list(super().path(leaf_id))
+
+
+def test_a_storage_answering_plain_lists_still_gets_its_pins_through_the_history():
+    session = Session.over(PlainListStorage("s1"))
+    fill(session)
+    session.pin("m1")
+    history = session.get_history("m5", apply_compactions=False)
+    assert ids(history) == ["m0", "m1", "m2", "m3", "m4", "m5"] and history.pinned_ids == {"m1"}
+    plan = session.plan_compaction("m5", protect_head=0, tail_token_budget=1, min_tail_messages=1)
+    assert "m1" not in [m["id"] for m in plan.middle]
+
+
 def test_compact_writes_one_growing_summary(session):
     fill(session)
     session.on_compaction(create_compact_function(lambda prompt: "summed up", protect_head=1,
