@@ -359,36 +359,42 @@ def _is_significant(token, fact):
     return len(word) == 2 and fact[token.start:token.end].isupper()
 
 
-@lru_cache(maxsize=4096)
 def fact_terms(fact) -> tuple[_Term, ...]:
     """The terms a context must hold for ``fact``: runs of tokens written together (and a number with
     its unit) form one term; terms with no significant token are dropped, and repeats merged. A fact
     with no significant term at all keeps every token, so "a" still has to appear."""
-    groups = []
+    return _fact_layout(fact)[0]
+
+
+@lru_cache(maxsize=4096)
+def _fact_layout(fact) -> tuple[tuple[_Term, ...], int]:
+    """``fact_terms(fact)`` and how many tokens the fact spans from its first term to its last."""
+    groups, position = [], 0
     for token in _tokens(fact):
-        if groups and (token.unit or _written_together(fact, groups[-1][-1], token)):
-            groups[-1].append(token)
+        if groups and (token.unit or _written_together(fact, groups[-1][1][-1], token)):
+            groups[-1][1].append(token)
         else:
-            groups.append([token])
-    terms = {}
+            groups.append((position, [token]))
+        position += 1
+    terms, kept = {}, []
     for significant_only in (True, False):
-        for group in groups:
+        for first, group in groups:
             if not significant_only or any(_is_significant(token, fact) for token in group):
-                surface = fact[group[0].start:group[-1].end]
-                terms.setdefault(tuple(token.wants for token in group), surface)
+                terms.setdefault(tuple(token.wants for token in group), fact[group[0].start:group[-1].end])
+                kept.append((first, first + len(group)))
         if terms:
             break
-    return tuple(_Term(surface, pieces) for pieces, surface in terms.items())
+    span = kept[-1][1] - kept[0][0] if kept else 0
+    return tuple(_Term(surface, pieces) for pieces, surface in terms.items()), span
 
 
-def _window_width(terms):
+def _window_width(terms, span):
     """How many tokens a fact's terms may spread over: a short fact is a phrase (its terms in any
-    order, at most ``_PHRASE_GAP`` other tokens between neighbours); a longer one, a window that grows
-    with its length."""
-    pieces = sum(len(term.pieces) for term in terms)
+    order, spread as the fact spreads them, ``span`` tokens, plus at most ``_PHRASE_GAP`` tokens more
+    between neighbours); a longer one, a window that grows with its length."""
     if len(terms) <= _PHRASE_TERMS:
-        return pieces + _PHRASE_GAP * (len(terms) - 1)
-    return _WINDOW_BASE + pieces + _WINDOW_PER_TERM * len(terms)
+        return span + _PHRASE_GAP * (len(terms) - 1)
+    return _WINDOW_BASE + sum(len(term.pieces) + _WINDOW_PER_TERM for term in terms)
 
 
 def _events(starts, terms, width):
@@ -407,11 +413,10 @@ def _events(starts, terms, width):
     return sorted(near)
 
 
-def _best_window(context, terms):
+def _best_window(context, terms, width):
     """The indexes of the terms in the densest stretch of one text of the context: the window of the
     allowed width that holds the most of them (in a long context, of those windows holding the rarest
     term). A window never spans two texts, so a fact is never assembled from several messages."""
-    width = _window_width(terms)
     events = _events([context._occurrences(term.pieces) for term in terms], terms, width)
     texts = [context._text_of(start) for start, _, _ in events]
     counts, best, left = Counter(), set(), 0
@@ -440,10 +445,10 @@ def match_fact(context, fact: str) -> FactMatch:
     """Whether ``context`` (a text or a ``ContextText``) holds ``fact``. A fact with no letters or
     digits cannot be held: it comes back not kept, itself missing."""
     context = _as_context(context)
-    terms = fact_terms(fact)
+    terms, span = _fact_layout(fact)
     if not terms:
         return FactMatch(fact, False, [fact])
-    found = _best_window(context, terms)
+    found = _best_window(context, terms, _window_width(terms, span))
     missing = [term.surface for index, term in enumerate(terms) if index not in found]
     return FactMatch(fact, not missing, missing)
 
