@@ -74,6 +74,7 @@ def test_a_missed_fact_names_the_terms_that_are_missing():
     ("boxes", "a box of books"),
     ("parties", "the party was great"),
     ("VR Club", "we joined a VR club downtown"),
+    ("took them to the beach", "I took them to the beach on Sunday"),
 ])
 def test_reformatted_facts_are_kept(fact, context):
     assert match_fact(context, fact).kept
