@@ -11,6 +11,7 @@ from .audit.audit import iter_store_audits
 from .audit.files import audit_files
 from .audit.report import write_audits
 from .check import check_database, repair_database
+from .datasets import DATASETS, import_dataset
 from .errors import DamagedRowWarning, InvalidInputError, MemoryLabError
 from .history.session import Session
 from .importers import FORMATS, ReadBudget, detect_format, import_folder, import_source, source_format
@@ -64,6 +65,19 @@ def build_parser():
     imp.add_argument("--max-read-bytes", type=int, metavar="BYTES",
                      help="refuse a source whose read fills more disk: the spooled messages and SQLite's temporary "
                           "files (default: $MEMORYLAB_IMPORT_MAX_BYTES or 8 GiB)")
+
+    datasets = command("datasets", help="public benchmark datasets (LoCoMo, LongMemEval) as experiment cases")
+    dataset_commands = datasets.add_subparsers(dest="dataset_command", required=True, metavar="ACTION")
+    about = ("import a benchmark file: its conversations as sessions, and an experiment spec whose probes are its "
+             "questions (gold answers as facts, categories as kinds), for memorylab eval")
+    dataset_import = dataset_commands.add_parser("import", help=about, description=about)
+    dataset_import.add_argument("dataset", choices=list(DATASETS), help="which benchmark the file is")
+    dataset_import.add_argument("file", metavar="PATH", help="the dataset file (locomo10.json, longmemeval_s.json...)")
+    dataset_import.add_argument("--spec", metavar="OUT",
+                                help="write the spec here (default: the file's name with .yaml)")
+    dataset_import.add_argument("--tenant", default="default", help="store the sessions under this tenant "
+                                                                    "(default: %(default)s)")
+    dataset_import.add_argument("--agent", help="store the sessions under this agent (default: the dataset's name)")
 
     exp = command("export", help="export one session, all branches and overlays, as JSON")
     exp.add_argument("session_id")
@@ -152,6 +166,11 @@ def _import_folder(store, args):
         print(report)
         imported += 1
     print(f"{imported} file(s) imported from {args.file}")
+
+
+def _datasets(store, args):
+    print(import_dataset(store, args.dataset, args.file, spec_path=args.spec, tenant_id=args.tenant,
+                         agent_id=args.agent))
 
 
 @contextmanager
@@ -265,7 +284,8 @@ def _show_run(done, total, run):
     print(f"[{done}/{total}] {run['arm']} on {run['case_name']}: {outcome}", file=sys.stderr, flush=True)
 
 
-OUTPUT_OPTIONS = {"export": (("output", "-o"),), "eval": (("json", "--json"),), "audit": (("json", "--json"),)}
+OUTPUT_OPTIONS = {"datasets": (("spec", "--spec"),),
+                  "export": (("output", "-o"),), "eval": (("json", "--json"),), "audit": (("json", "--json"),)}
 """By command, the options naming a file it writes (``args`` attribute, option): none may be the open store."""
 
 
@@ -282,7 +302,8 @@ def _refuse_writing_over(store, args):
                                     "writing there would destroy the store; nothing was done, name another file")
 
 
-COMMANDS = {"audit": _audit, "eval": _eval, "demo": _demo, "import": _import, "export": _export, "stats": _stats, "check": _check}
+COMMANDS = {"audit": _audit, "datasets": _datasets,
+            "eval": _eval, "demo": _demo, "import": _import, "export": _export, "stats": _stats, "check": _check}
 
 
 def _show_progress(step, done, total=None):

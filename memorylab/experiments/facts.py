@@ -4,19 +4,25 @@ Experiments score every arm by the facts its context keeps, so the verdict must 
 model or on formatting. Texts and facts are cut into the same canonical tokens: lower case,
 punctuation and spacing ignored, ``3,000`` = ``3000``, ``2.3M`` = ``2.3 million`` = ``2300000``,
 ``v2.1`` = ``version 2.1`` = ``2.1``, ``30 minutes`` = ``30 min`` = ``30-minute``, ``€`` = ``EUR``,
-plurals folded, and dates in ISO or written form (``2026-11-15``, ``15 Nov 2026``, ``November 15,
-2026``, ``Nov 15``) as one date token. Slash dates other than year-first are left alone: whether
-``11/08`` is day or month first cannot be told.
+plurals folded (``classes`` = ``class``, ``parties`` = ``party``), and dates in ISO or written form
+(``2026-11-15``, ``15 Nov 2026``, ``November 15, 2026``, ``Nov 15``) as one date token, which also
+holds its month of the year, its year and its month's name (``December 2022``, ``2022`` and
+``December`` are found in ``17 December, 2022``). Slash dates other than year-first are left alone:
+whether ``11/08`` is day or month first cannot be told.
 
 A fact is kept when all its significant terms (numbers, dates, ids, words of three or more letters
-that are not stopwords) occur close together in the context: within a window that grows with the
-fact's length, so a long history cannot assemble a fact from words scattered across it. Tokens
-written together in the fact (``A-4471``, ``customers.email``, ``48GB``) and a number with its
-unit (``48 GB``) form one term whose pieces must be adjacent. Numbers only equal whole numbers:
-``48`` is not found in ``480``, nor ``2.3`` in ``2.35``.
+that are not stopwords, two-letter words written in capitals such as ``VR``) occur close together in
+ONE text of the context (one message's text: a fact is never assembled from several). A fact of up
+to three terms must be written as a phrase: its terms in any order with at most two other tokens
+between neighbours, so "two times" is not found in "you two have a great time". A longer fact's
+terms must fall within a window that grows with its length. Tokens written together in the fact
+(``A-4471``, ``customers.email``, ``48GB``) and a number with its unit (``48 GB``) form one term
+whose pieces must be adjacent. Numbers only equal whole numbers: ``48`` is not found in ``480``,
+nor ``2.3`` in ``2.35``.
 
 A fact date with a year is also found written without a year (summaries drop it), but never with a
-different year; a fact date without a year matches that day in any year.
+different year; a fact date without a year matches that day in any year; a month of a year
+(``December 2022``) is found in any date of that month.
 """
 import re
 from bisect import bisect_left, bisect_right
@@ -41,6 +47,7 @@ _TOKEN = re.compile(
         {_YEAR.format("df_year")})
   | (?P<month_first>\b(?P<mf_month>{_MONTH})\b\.?\s+(?P<mf_day>\d{{1,2}}){_ORDINAL}(?![\w])
         {_YEAR.format("mf_year")})
+  | (?P<month_year>\b(?P<my_month>{_MONTH})\b\.?,?\s+(?:of\s+)?(?P<my_year>\d{{4}})(?!\d))
   | (?P<number>(?:\b(?:version:?\s*|v)(?=\d))?
         (?P<digits>\d{{1,3}}(?:,\d{{3}})+(?!\d)(?:\.\d+)?|\d+(?:\.\d+)*)
         (?:(?:st|nd|rd|th)(?![^\W\d_]))?
@@ -76,6 +83,9 @@ _STOPWORDS = frozenset({
 # Characters that join tokens into one term when a fact writes them without spaces: A-4471,
 # customers.email, Europe/Berlin, mysql-prod-01.
 _JOINERS = frozenset("-_./:@#+~")
+_PHRASE_TERMS = 3
+"""Facts of up to this many terms must be written as a phrase."""
+_PHRASE_GAP = 2
 _WINDOW_BASE = 12
 _WINDOW_PER_TERM = 6
 _FULL_SCAN_EVENTS = 2000
@@ -95,18 +105,31 @@ class _Token(NamedTuple):
 
 
 def _date_token(match, kind, start, end):
+    """A date offers its day (with and without its year) and also its month-year, its year and its
+    month's name, so "December 2022", "2022" and "December" are each found in "17 December, 2022"."""
     if kind == "iso":
         year, month, day = match["iso_year"], int(match["iso_month"]), int(match["iso_day"])
+        name = None
     else:
         prefix = "df" if kind == "day_first" else "mf"
-        year = match[f"{prefix}_year"]
-        month = _MONTH_NUMBERS[match[f"{prefix}_month"][:3].lower()]
+        year, name = match[f"{prefix}_year"], match[f"{prefix}_month"]
+        month = _MONTH_NUMBERS[name[:3].lower()]
         day = int(match[f"{prefix}_day"])
     month_day = f"date:{month:02}-{day:02}"
+    parts = (_word_form(name, False)[0],) if name else ()
     if year:
         dated = f"date:{year}-{month:02}-{day:02}"
-        return _Token((dated, month_day), (dated, f"date:?-{month:02}-{day:02}"), start, end, "date", False)
-    return _Token((month_day, f"date:?-{month:02}-{day:02}"), (month_day,), start, end, "date", False)
+        offers = (dated, month_day, f"month:{year}-{month:02}", year, *parts)
+        return _Token(offers, (dated, f"date:?-{month:02}-{day:02}"), start, end, "date", False)
+    return _Token((month_day, f"date:?-{month:02}-{day:02}", *parts), (month_day,), start, end, "date", False)
+
+
+def _month_token(match, start, end):
+    """A month of a year ("December 2022", "Dec 2022"): wants that month of that year, offers it, its
+    year and its month's name."""
+    year, name = match["my_year"], match["my_month"]
+    month = f"month:{year}-{_MONTH_NUMBERS[name[:3].lower()]:02}"
+    return _Token((month, year, _word_form(name, False)[0]), (month,), start, end, "date", False)
 
 
 def _number_form(match):
@@ -126,9 +149,22 @@ def _word_form(word, after_number):
     if after_number and word in _UNIT_ALIASES:
         return _UNIT_ALIASES[word], True
     word = _WORD_ALIASES.get(word, word)
-    if len(word) >= 4 and word.endswith("s") and not word.endswith(("ss", "us", "is")) and word not in _STOPWORDS:
+    if word in _STOPWORDS:
+        return word, False
+    return _singular(word), False
+
+
+def _singular(word):
+    """One form for a word and its plural, whichever is written: the plural ``s`` dropped, then the
+    ``e`` an ``-es`` or ``-ies`` plural adds folded the same way in both ("classes" and "class" give
+    "class", "boxes" and "box" "box", "parties" and "party" "party", "movies" and "movie" "movy")."""
+    if len(word) >= 4 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
         word = word[:-1]
-    return word, False
+    if len(word) >= 4 and word.endswith(("sse", "she", "che", "xe", "ze")):
+        return word[:-1]
+    if len(word) >= 5 and word.endswith("ie"):
+        return word[:-2] + "y"
+    return word
 
 
 def _tokens(text):
@@ -137,6 +173,8 @@ def _tokens(text):
         kind, start, end = match.lastgroup, match.start(), match.end()
         if kind in ("iso", "day_first", "month_first"):
             token = _date_token(match, kind, start, end)
+        elif kind == "month_year":
+            token = _month_token(match, start, end)
         elif kind == "number":
             form = _number_form(match)
             token = _Token((form,), (form,), start, end, "number", False)
@@ -228,8 +266,12 @@ class ContextText:
     def __len__(self) -> int:
         return self._length
 
+    def _text_of(self, position) -> int:
+        """The index of the text the token at ``position`` belongs to."""
+        return bisect_right(self._starts, position) - 1
+
     def _offer(self, position):
-        index = bisect_right(self._starts, position) - 1
+        index = self._text_of(position)
         return self._parts[index].offers[position - self._starts[index]]
 
     def gather(self, forms) -> None:
@@ -306,36 +348,52 @@ def _written_together(fact, before, after):
     return set(gap) <= _JOINERS and "symbol" not in (before.kind, after.kind)
 
 
-def _is_significant(token):
+def _is_significant(token, fact):
+    """Numbers, dates, units, words of three or more letters that are not stopwords, and two-letter
+    words the fact writes in capitals (an acronym: the "VR" of "VR Club" must be found too)."""
     if token.kind != "word":
         return True
     word = token.offers[0]
-    return token.unit or (len(word) >= 3 and word not in _STOPWORDS)
+    if token.unit or (len(word) >= 3 and word not in _STOPWORDS):
+        return True
+    return len(word) == 2 and fact[token.start:token.end].isupper()
 
 
-@lru_cache(maxsize=4096)
 def fact_terms(fact) -> tuple[_Term, ...]:
     """The terms a context must hold for ``fact``: runs of tokens written together (and a number with
     its unit) form one term; terms with no significant token are dropped, and repeats merged. A fact
     with no significant term at all keeps every token, so "a" still has to appear."""
-    groups = []
+    return _fact_layout(fact)[0]
+
+
+@lru_cache(maxsize=4096)
+def _fact_layout(fact) -> tuple[tuple[_Term, ...], int]:
+    """``fact_terms(fact)`` and how many tokens the fact spans from its first term to its last."""
+    groups, position = [], 0
     for token in _tokens(fact):
-        if groups and (token.unit or _written_together(fact, groups[-1][-1], token)):
-            groups[-1].append(token)
+        if groups and (token.unit or _written_together(fact, groups[-1][1][-1], token)):
+            groups[-1][1].append(token)
         else:
-            groups.append([token])
-    terms = {}
+            groups.append((position, [token]))
+        position += 1
+    terms, kept = {}, []
     for significant_only in (True, False):
-        for group in groups:
-            if not significant_only or any(_is_significant(token) for token in group):
-                surface = fact[group[0].start:group[-1].end]
-                terms.setdefault(tuple(token.wants for token in group), surface)
+        for first, group in groups:
+            if not significant_only or any(_is_significant(token, fact) for token in group):
+                terms.setdefault(tuple(token.wants for token in group), fact[group[0].start:group[-1].end])
+                kept.append((first, first + len(group)))
         if terms:
             break
-    return tuple(_Term(surface, pieces) for pieces, surface in terms.items())
+    span = kept[-1][1] - kept[0][0] if kept else 0
+    return tuple(_Term(surface, pieces) for pieces, surface in terms.items()), span
 
 
-def _window_width(terms):
+def _window_width(terms, span):
+    """How many tokens a fact's terms may spread over: a short fact is a phrase (its terms in any
+    order, spread as the fact spreads them, ``span`` tokens, plus at most ``_PHRASE_GAP`` tokens more
+    between neighbours); a longer one, a window that grows with its length."""
+    if len(terms) <= _PHRASE_TERMS:
+        return span + _PHRASE_GAP * (len(terms) - 1)
     return _WINDOW_BASE + sum(len(term.pieces) + _WINDOW_PER_TERM for term in terms)
 
 
@@ -355,15 +413,16 @@ def _events(starts, terms, width):
     return sorted(near)
 
 
-def _best_window(context, terms):
-    """The indexes of the terms in the densest stretch of the context: the window of the allowed
-    width that holds the most of them (in a long context, of those windows holding the rarest term)."""
-    width = _window_width(terms)
+def _best_window(context, terms, width):
+    """The indexes of the terms in the densest stretch of one text of the context: the window of the
+    allowed width that holds the most of them (in a long context, of those windows holding the rarest
+    term). A window never spans two texts, so a fact is never assembled from several messages."""
     events = _events([context._occurrences(term.pieces) for term in terms], terms, width)
+    texts = [context._text_of(start) for start, _, _ in events]
     counts, best, left = Counter(), set(), 0
-    for start, end, index in events:
+    for at, (start, end, index) in enumerate(events):
         counts[index] += 1
-        while end - events[left][0] > width:
+        while texts[left] != texts[at] or end - events[left][0] > width:
             dropped = events[left][2]
             counts[dropped] -= 1
             if not counts[dropped]:
@@ -386,10 +445,10 @@ def match_fact(context, fact: str) -> FactMatch:
     """Whether ``context`` (a text or a ``ContextText``) holds ``fact``. A fact with no letters or
     digits cannot be held: it comes back not kept, itself missing."""
     context = _as_context(context)
-    terms = fact_terms(fact)
+    terms, span = _fact_layout(fact)
     if not terms:
         return FactMatch(fact, False, [fact])
-    found = _best_window(context, terms)
+    found = _best_window(context, terms, _window_width(terms, span))
     missing = [term.surface for index, term in enumerate(terms) if index not in found]
     return FactMatch(fact, not missing, missing)
 

@@ -19,6 +19,11 @@ from ..llm.api_hosts import spec_call_problems
 from ..validation import is_integer, is_number
 
 PROBE_KINDS = ("recall", "artifact", "continuation", "decision")
+DATASET_PROBE_KINDS = ("single-hop", "multi-hop", "temporal", "open-domain", "single-session-user",
+                       "single-session-assistant", "single-session-preference", "multi-session",
+                       "knowledge-update", "temporal-reasoning")
+"""The question categories of the public benchmarks ``memorylab.datasets`` imports (LoCoMo's, then
+LongMemEval's), kinds of the probes it writes."""
 DEFAULT_CONCURRENCY = 4
 MAX_CONCURRENCY = 64
 
@@ -412,8 +417,9 @@ def _selection(data, where, problems) -> CaseSelection | None:
 def _probe(data, where, problems) -> Probe | None:
     _unknown_keys(data, _PROBE_KEYS, where, problems)
     kind = data.get("kind", "recall")
-    if kind not in PROBE_KINDS:
-        problems.add(where, f"kind must be one of {', '.join(PROBE_KINDS)}, got {kind!r}")
+    if kind not in PROBE_KINDS + DATASET_PROBE_KINDS:
+        problems.add(where, f"kind must be one of {', '.join(PROBE_KINDS)} (or a benchmark dataset's category: "
+                            f"{', '.join(DATASET_PROBE_KINDS)}), got {kind!r}")
     facts = data.get("facts") or []
     if isinstance(facts, str):
         facts = [facts]

@@ -64,6 +64,17 @@ def test_a_missed_fact_names_the_terms_that_are_missing():
     ("A-4471", "order a-4471 was refunded"),
     ("Priya spreadsheet", "from Priya's spreadsheet"),
     ("37 emails", "37 email addresses"),
+    ("December 2022", "we met on 17 December, 2022"),
+    ("December 2022", "we met on 2022-12-17"),
+    ("Dec 2022", "back in December 2022"),
+    ("2022", "we met on 17 December, 2022"),
+    ("December", "we met on 17 December, 2022"),
+    ("classes", "I signed up for a pottery class"),
+    ("class", "she teaches two pottery classes"),
+    ("boxes", "a box of books"),
+    ("parties", "the party was great"),
+    ("VR Club", "we joined a VR club downtown"),
+    ("took them to the beach", "I took them to the beach on Sunday"),
 ])
 def test_reformatted_facts_are_kept(fact, context):
     assert match_fact(context, fact).kept
@@ -84,6 +95,11 @@ def test_reformatted_facts_are_kept(fact, context):
     ("€49.90", "a refund of $49.90"),
     ("30 minutes", "30 hours"),
     ("Priya Raman", "Priya Patel"),
+    ("December 2022", "we met on 17 December, 2021"),
+    ("December 2022", "we met on 17 November, 2022"),
+    ("two times", "you two have a great time"),
+    ("One month", "I'm organizing one for the shelter next month"),
+    ("VR Club", "I joined a book club"),
 ])
 def test_near_misses_are_not_kept(fact, context):
     assert not match_fact(context, fact).kept
@@ -95,6 +111,12 @@ def test_terms_far_apart_do_not_make_a_fact():
     match = match_fact(context, "Priya Raman is our DBA")
     assert not match.kept and match.missing
     assert match_fact(f"{filler} Priya Raman is the DBA. {filler}", "Priya Raman is our DBA").kept
+
+
+def test_a_fact_of_several_words_is_never_assembled_from_several_messages():
+    assert not match_fact(ContextText(["Priya joined us", "Raman reviewed it"]), "Priya Raman").kept
+    assert not match_fact(ContextText(["the orders table is big", "it holds 48 GB"]), "the orders table is 48 GB").kept
+    assert match_fact(ContextText(["hello", "Priya Raman reviewed it"]), "Priya Raman").kept
 
 
 def test_a_context_is_prepared_once_and_reused():
