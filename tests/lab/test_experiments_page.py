@@ -154,8 +154,8 @@ def test_a_case_drills_down_to_outputs_a_diff_and_missed_probes(ran_once):
     assert summary in outputs
     app.selectbox(key="exp_diff_to:sample:1").select("extractive")
     rerun(app)
-    (diff,) = [c.value for c in app.code if c.language == "diff"]
-    assert diff.startswith("--- full-history\n+++ extractive")
+    (verdict,) = [w.value for w in app.warning if w.value.startswith("The contexts differ")]
+    assert "only in full\\-history" in verdict and "only in extractive" in verdict
     app.selectbox(key="exp_case:sample:1").select("coding")
     rerun(app)
     (matrix,) = [t.value for t in app.dataframe if "question" in t.value.columns]
