@@ -43,7 +43,12 @@ def _arm_rows(job):
              "seconds": arm["seconds"]} for arm in job.status.arms()]
 
 
+NAMED_ARMS = 5
+"""Unfinished arms a cancelled trial names; the rest are counted."""
+
+
 def unfinished_arms(job) -> str:
-    """The arms a cancelled trial did not finish, as ``a (1 of 3), b (0 of 3)``."""
-    return ", ".join(f"{arm['arm']} ({arm['done']} of {arm['total']})" for arm in job.status.arms()
-                     if arm["state"] != "done")
+    """The arms a cancelled trial did not finish, as ``a (1 of 3), b (0 of 3)`` (``and 4 more``)."""
+    arms = [f"{arm['arm']} ({arm['done']} of {arm['total']})" for arm in job.status.arms() if arm["state"] != "done"]
+    more = f" and {len(arms) - NAMED_ARMS} more" if len(arms) > NAMED_ARMS else ""
+    return ", ".join(arms[:NAMED_ARMS]) + more
