@@ -3,7 +3,8 @@
 #
 # State: ``exp_choice`` (the experiment picked), ``exp_draft`` (the spec being edited, with the
 # ``version`` of the saved experiment it was loaded from; see lab_ui/experiment_drafts.py), ``exp_job``
-# (the run in progress, an ``ExperimentJob``), ``exp_tab`` (the open tab), ``exp_open`` (an experiment
+# (the run in progress, an ``ExperimentJob``; ``exp_followed`` the one whose trial the picker moved to,
+# ``exp_job_seen`` its runs the page last drew), ``exp_tab`` (the open tab), ``exp_open`` (an experiment
 # another page or a save wants shown next, on its Results tab) and ``exp_flash`` (a message for the
 # next rerun).
 import streamlit as st
@@ -25,8 +26,8 @@ from lab_ui.experiment_drafts import (
     set_draft,
     stale_draft,
 )
+from lab_ui.experiment_progress import trial_progress, unfinished_arms
 from lab_ui.experiment_results import results_panel
-from lab_ui.job_progress import job_progress
 from lab_ui.models import sidebar_api_hosts
 from lab_ui.sidebar import setup_page
 from memorylab import MemoryLabError
@@ -49,14 +50,12 @@ def pick_experiment(listing):
 
 
 def job_outcome():
-    """The job's bar while it runs; once it ended, what came of it (shown once). Returns the running job."""
+    """The job's progress while it runs; once it ended, what came of it (shown once). Returns the running job."""
     job = st.session_state.get("exp_job")
     if job is None:
         return None
     if job.running:
-        job_progress(job, lambda job: f"Running “{escape_markdown(job.name)}”: {job.done} of {job.total} runs",
-                     cancel_key="exp_cancel",
-                     cancel_help="Runs not yet started are skipped; those that finished are kept as the trial.")
+        trial_progress(job)
         return job
     del st.session_state["exp_job"]
     if job.trial is not None:  # the trial picker opens on the new trial (the browser keeps the old choice)
@@ -65,7 +64,8 @@ def job_outcome():
         st.error(job.error)
     elif job.results is None or not job.results.complete:
         kept = len(job.results.runs) if job.results else 0
-        st.warning(f"Cancelled: {kept} of {job.total} runs finished and are kept as a trial.")
+        st.warning(f"Cancelled: {kept} of {job.total} runs finished and are kept as a trial. Not finished: "
+                   f"{escape_markdown(unfinished_arms(job))}.")
     else:
         st.success(f"Trial {job.results.trial} of “{escape_markdown(job.name)}”: {job.total} runs in "
                    f"{job.elapsed:.1f} s.")
@@ -103,15 +103,25 @@ def results_tab(experiments, store, choice, listing, draft, job):
         return
     row, trials = listing[choice], listing[choice]["trials"]
     if job is not None and job.name == choice:
-        running = job.trial or trials + 1  # None until its first run is stored
-        st.info(f"Trial {running} is running; its results show here when it ends.")
-        trials = running - 1
+        trials = follow_running_trial(job, trials)
         if not trials:
             return
     stamp = (store.path, experiments.tenant_id, choice, row["runs"], row["last_run"])
     branches = {case["name"]: (case.get("tenant", "default"), case.get("agent", "default"), case["session"])
                 for case in draft["spec"]["cases"]}
     results_panel(experiments, choice, trials, stamp, branches)
+
+
+def follow_running_trial(job, trials):
+    """The trials to show while ``job`` runs: its own once its first run is stored (picked once, so
+    the user may look at another), else those before it."""
+    if job.trial is None:
+        st.info(f"Trial {trials + 1} is running; its results show here as soon as its first run finishes.")
+        return trials
+    if st.session_state.get("exp_followed") is not job:
+        st.session_state["exp_followed"] = job
+        st.session_state[f"exp_trial:{job.name}"] = job.trial
+    return job.trial
 
 
 def yaml_tab(spec, spec_dict):

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from memorylab import MemoryLabError
-from memorylab.experiments import against_best_text, interval_text, score_text
+from memorylab.experiments import against_best_text, interval_text, percent_text, score_text, whole_percent
 from memorylab.history.compaction import DEFAULT_SUMMARY_TEMPLATE
 from memorylab.llm.models import DEFAULT_LOCAL_MODEL
 
@@ -30,6 +30,7 @@ def _trial_view(stamp, _experiments, name, trial):
     board["verdict"] = [_verdict(passed, threshold) for passed, threshold in zip(board["passed"], board["min_score"])]
     rows = board.to_dict("records")
     board["interval"], board["vs_best"] = [interval_text(r) for r in rows], [against_best_text(r) for r in rows]
+    board["saved_pct"] = board["saved_pct"].map(whole_percent).astype("Int64")  # the headline's rounding
     return SimpleNamespace(results=results, leaderboard=board, figure=results.pareto_figure(),
                            probes=results.probes_frame())
 
@@ -79,7 +80,8 @@ def results_panel(experiments, name, trials, stamp, branches):
 
 
 def _headline(results, board):
-    saving = board[board["saved_pct"] > 0]  # the full history always wins; the question is what else comes close
+    # the full history always wins; the question is what else comes close
+    saving = board[board["saved_pct"].fillna(0) > 0]
     best = (saving if len(saving) else board).iloc[0]
     errors = int(board["errors"].sum())
     started = min(run["started_at"] for run in results.runs)
@@ -88,7 +90,7 @@ def _headline(results, board):
                       help="Highest mean probe score among the arms whose context is smaller than the history")
     columns[1].metric("Its score", score_text(best), help="Mean over cases of the share of probes kept, with its 95% "
                       "interval (n/a with one case)",
-                      delta=f"saves {best['saved_pct']:.0f}%" if len(saving) else None, delta_color="off")
+                      delta=f"saves {percent_text(best['saved_pct'])}" if len(saving) else None, delta_color="off")
     columns[2].metric("Runs", len(results.runs), delta=f"{errors} errors" if errors else None, delta_color="inverse",
                       help=f"Trial {results.trial} started {started[:19].replace('T', ' ')} UTC")
     failing = int(board["passed"].eq(False).sum())  # None is "no threshold", not a failure
@@ -120,7 +122,8 @@ def _leaderboard(view):
             "tokens_before": st.column_config.NumberColumn("tokens before", format="localized"),
             "tokens_after": st.column_config.NumberColumn("tokens after", format="localized",
                                                           help="Mean tokens of the context the arm leaves"),
-            "saved_pct": st.column_config.NumberColumn("saved", format="%.0f%%"),
+            "saved_pct": st.column_config.NumberColumn("saved", format="%d%%", help="Tokens saved, in whole percent "
+                                                        "of the branch (under 0: the arm adds tokens)"),
             "summary_tokens": st.column_config.NumberColumn("summary tokens", format="localized"),
             "cost": st.column_config.NumberColumn(format="$%.4f", help="Blank where litellm does not know the price"),
             "latency_s": st.column_config.NumberColumn("latency", format="%.2f s", help="Mean per case"),

@@ -1,7 +1,5 @@
 """The Experiments page's drill-down: one case of a trial arm by arm (outputs, the probes each arm
-missed), a diff of two outputs, and the probe matrix."""
-import difflib
-
+missed), two arms' whole contexts compared message by message, and the probe matrix."""
 import streamlit as st
 
 from memorylab import MemoryLabError
@@ -83,15 +81,46 @@ def _diff(results, experiments, case, outputs, key):
     arms = results.arms
     if len(arms) < 2:
         return
-    with st.expander("Diff two arms' outputs on this case", icon="🔀"):
+    with st.expander("Compare two arms' contexts on this case", icon="🔀"):
         shown = list(outputs) or arms
         left, right = st.columns(2)
         first = left.selectbox("From arm", arms, index=arms.index(shown[0]), key=f"exp_diff_from:{key}")
         second = right.selectbox("To arm", arms, index=arms.index(shown[1] if len(shown) > 1 else arms[1]),
                                  key=f"exp_diff_to:{key}")
-        texts = [outputs.get(arm) or _output_text(experiments, results.run(arm, case)) for arm in (first, second)]
-        diff = "\n".join(difflib.unified_diff(texts[0].splitlines(), texts[1].splitlines(), first, second, lineterm=""))
-        st.code(diff or "The two outputs are the same.", language="diff", wrap_lines=True)
+        runs = [results.run(arm, case) for arm in (first, second)]
+        missing = [arm for arm, run in zip((first, second), runs) if run is None or run["error"]]
+        if missing:
+            st.info(f"No context to compare: {escape_markdown(', '.join(missing))} did not run on this case "
+                    "(cancelled, or its run failed).")
+            return
+        try:
+            comparison = _comparison((runs[0]["pk"], runs[1]["pk"]), experiments, runs)
+        except MemoryLabError as error:
+            st.error(f"The contexts cannot be read: {error}")
+            return
+        _show_comparison(comparison)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _comparison(keys, _experiments, _runs):
+    """Two runs' contexts compared (runs never change, so their keys are enough)."""
+    return _experiments.compare_runs(*_runs)
+
+
+def _show_comparison(comparison):
+    """The verdict, every message that differs with its tokens on each side, and each changed message's diff."""
+    (st.success if comparison.identical else st.warning)(escape_markdown(comparison.summary()))
+    if comparison.identical:
+        return
+    rows = comparison.frame()
+    st.dataframe(rows[rows["status"] != "same"], hide_index=True, width="stretch", height=240, column_config={
+        "first": st.column_config.NumberColumn(f"# in {comparison.first_name}"),
+        "second": st.column_config.NumberColumn(f"# in {comparison.second_name}"),
+        "first_tokens": st.column_config.NumberColumn(f"tokens in {comparison.first_name}", format="localized"),
+        "second_tokens": st.column_config.NumberColumn(f"tokens in {comparison.second_name}", format="localized")})
+    diff = comparison.diff_text()
+    if diff:
+        st.code(diff, language="diff", wrap_lines=True, height=400)
 
 
 def _probe_matrix(probes, case):

@@ -222,7 +222,7 @@ def _check(store, args):
 
 
 def _eval(store, args):
-    from .experiments import Experiments, interval_text
+    from .experiments import Experiments, TrialStatus, interval_text
 
     if args.min_score is not None and not 0 <= args.min_score <= 1:
         raise MemoryLabError(f"--min-score must be from 0 to 1, got {args.min_score}")
@@ -232,7 +232,9 @@ def _eval(store, args):
         spec = experiments.spec(args.spec)
         if args.with_samples:
             load_samples(store)
-        results = experiments.run(spec, progress=_show_run)
+        status = TrialStatus()
+        results = experiments.run(spec, progress=lambda done, total, run: _show_run(done, total, run, status),
+                                  status=status)
     except InvalidInputError as error:
         print(f"memorylab: error: {error}", file=sys.stderr)
         if "no session" in str(error) and not args.with_samples:
@@ -279,9 +281,14 @@ def _write_audits(audits, args):
     return 0
 
 
-def _show_run(done, total, run):
+def _show_run(done, total, run, status):
+    """One finished run on stderr, as it finishes, with the time the rest should take."""
+    from .experiments import time_left_text
+
     outcome = f"error: {run['error']}" if run["error"] else f"score {run['score']:.2f}"
-    print(f"[{done}/{total}] {run['arm']} on {run['case_name']}: {outcome}", file=sys.stderr, flush=True)
+    left = f", {time_left_text(status.seconds_left())}" if done < total else ""
+    print(f"[{done}/{total}] {run['arm']} on {run['case_name']}: {outcome} in {run['latency']:.2f} s{left}",
+          file=sys.stderr, flush=True)
 
 
 OUTPUT_OPTIONS = {"datasets": (("spec", "--spec"),),

@@ -9,6 +9,7 @@ import html
 
 from ..context.providers import TAGS
 from ..context.render import usage_percent
+from ..experiments.results import percent_text
 from ..tokens import compact_json
 from ..validation import is_integer
 
@@ -172,7 +173,7 @@ def results_html(results):
         rows.append({"arm": arm["arm"], "strategy": arm["strategy"], "score": f"{arm['score']:.2f}",
                      "95% interval": interval_text(arm), "against the best": against_best_text(arm),
                      "spread": f"{arm['spread']:.2f}", "tokens after": arm["tokens_after"],
-                     "saved": "" if arm["saved_pct"] is None else f"{arm['saved_pct']:.0f}%",
+                     "saved": percent_text(arm["saved_pct"]),
                      "cost": "n/a" if arm["cost"] is None else f"{arm['cost']:.4f}", "errors": arm["errors"],
                      "threshold": verdict})
     state = "" if results.complete else " (cancelled before every run finished)"

@@ -4,6 +4,7 @@ import html
 import plotly.graph_objects as go
 
 from ..audit import KINDS
+from ..experiments.results import percent_text
 from ..history.overlays import SUMMARY_ID_PREFIX
 from .treeview import SessionTree
 
@@ -222,24 +223,36 @@ STRATEGY_COLORS = {"summarize": "#a855f7", "extractive": "#0ea5e9", "window": "#
                    "none": "#16a34a"}
 
 
+LABEL_CHARS = 24
+"""Characters of an arm's name written beside its point; the whole name is in its hover."""
+LABEL_POSITIONS = ("top center", "bottom center", "middle right", "middle left", "top right", "bottom left")
+
+
 def pareto_figure(arms, *, height=380):
     """Each arm (``ExperimentResults.arm_summaries``) at its tokens saved and its probe score; the
-    arms no other arm beats on both are joined by the Pareto line, the choices worth making."""
+    arms no other arm beats on both are joined by the Pareto line, the choices worth making. The x
+    axis spans the data, 0 included (an arm can cost tokens), and labels of points close together
+    go different ways."""
     points = [a for a in arms if a["saved_pct"] is not None and a["score"] is not None]
     front, best = [], -1.0
     for arm in sorted(points, key=lambda a: (-a["saved_pct"], -a["score"])):
         if arm["score"] > best:
             front.append(arm)
             best = arm["score"]
+    x_range = _saved_range([a["saved_pct"] for a in points])
+    positions = _label_positions(points, x_range[1] - x_range[0])
     figure = go.Figure()
     for strategy in dict.fromkeys(a["strategy"] for a in points):
         chosen = [a for a in points if a["strategy"] == strategy]
         figure.add_trace(go.Scatter(
             x=[a["saved_pct"] for a in chosen], y=[a["score"] for a in chosen], mode="markers+text",
-            name=strategy, text=[html.escape(a["arm"]) for a in chosen], textposition="top center",
-            marker={"size": 14, "color": STRATEGY_COLORS.get(strategy, "#94a3b8"), "line": {"color": "white", "width": 1}},
-            customdata=[[html.escape(a["arm"]), a["spread"], a["tokens_after"] or 0] for a in chosen],
-            hovertemplate="%{customdata[0]}: score %{y:.2f} ± %{customdata[1]:.2f}, saves %{x:.0f}% "
+            name=strategy, text=[html.escape(_label(a["arm"])) for a in chosen],
+            textposition=[positions[a["arm"]] for a in chosen], cliponaxis=False,
+            marker={"size": 14, "color": STRATEGY_COLORS.get(strategy, "#94a3b8"),
+                    "line": {"color": "white", "width": 1}},
+            customdata=[[html.escape(a["arm"]), a["spread"], a["tokens_after"] or 0, percent_text(a["saved_pct"])]
+                        for a in chosen],
+            hovertemplate="%{customdata[0]}: score %{y:.2f} ± %{customdata[1]:.2f}, saves %{customdata[3]} "
                           "(%{customdata[2]:,} tokens after)<extra></extra>",
         ))
     if len(front) > 1:
@@ -248,11 +261,35 @@ def pareto_figure(arms, *, height=380):
                                     name="Pareto front", line={"color": "#94a3b8", "dash": "dot"}, hoverinfo="skip"))
     figure.update_layout(
         height=height, margin={"l": 10, "r": 10, "t": 30, "b": 10}, plot_bgcolor="white",
-        xaxis={"title": "tokens saved (% of the branch)", "range": [-5, 105], "gridcolor": "#e5e7eb"},
-        yaxis={"title": "probe score", "range": [-0.05, 1.1], "gridcolor": "#e5e7eb"},
+        xaxis={"title": "tokens saved (% of the branch; under 0: the arm adds tokens)", "range": x_range,
+               "gridcolor": "#e5e7eb", "zeroline": True, "zerolinecolor": "#94a3b8", "ticksuffix": "%"},
+        yaxis={"title": "probe score", "range": [-0.08, 1.12], "gridcolor": "#e5e7eb"},
         legend={"orientation": "h", "y": -0.2},
     )
     return figure
+
+
+def _saved_range(saved):
+    """The x axis of a Pareto chart: every arm's saving and 0, with room for the labels either side."""
+    low, high = min([0.0, *saved]), max([0.0, *saved])
+    pad = max((high - low) * 0.12, 5.0)
+    return [low - pad, high + pad]
+
+
+def _label_positions(points, x_span):
+    """A text position per arm, so that the labels of points close together (within about a label's
+    width and height) go different ways rather than over each other."""
+    placed, positions = [], {}
+    for arm in sorted(points, key=lambda a: (a["saved_pct"], a["score"])):
+        taken = {position for other, position in placed if abs(other["saved_pct"] - arm["saved_pct"]) < 0.15 * x_span
+                 and abs(other["score"] - arm["score"]) < 0.1}
+        positions[arm["arm"]] = next((p for p in LABEL_POSITIONS if p not in taken), LABEL_POSITIONS[len(placed) % 6])
+        placed.append((arm, positions[arm["arm"]]))
+    return positions
+
+
+def _label(name):
+    return name if len(name) <= LABEL_CHARS else name[:LABEL_CHARS - 1] + "…"
 
 
 CACHE_COLORS = {"cached prefix": "#16a34a", "uncached": "#f97316"}

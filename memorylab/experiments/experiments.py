@@ -12,7 +12,9 @@ from ..shapes import Messages
 from ..store.compare_and_set import MISSING, StaleWriteError, check_expected
 from ..validation import check_identifier, check_integer
 from .case_selection import select_cases
+from .context_comparison import ContextComparison, compare_contexts
 from .job import ExperimentJob
+from .progress import TrialStatus
 from .results import ExperimentResults, compare_trials
 from .runner import resolve_cases, run_trial
 from .spec import ExperimentSpec, load_spec, parse_spec
@@ -146,23 +148,28 @@ class Experiments:
         """Remove the experiment and all its runs; False when there was none."""
         return self.store.experiments.delete(self.tenant_id, name)
 
-    def run(self, spec, *, progress=None, cancel=None, concurrency=None, expected=None) -> ExperimentResults:
+    def run(self, spec, *, progress=None, cancel=None, concurrency=None, expected=None,
+            status=None) -> ExperimentResults:
         """Run every arm on every case as a new trial and return its results.
 
-        Nothing runs or is saved when the spec or a case is wrong. ``progress(done, total, run)`` is
-        called as each run is stored; setting the ``threading.Event`` ``cancel`` stops the runs not
-        yet started, and what finished is kept (``results.complete`` is then False). ``expected`` guards
-        the save as in ``save``.
+        Nothing runs or is saved when the spec or a case is wrong. The arms that need no model run
+        first. ``progress(done, total, run)`` is called as each run is stored, and ``status`` (a
+        ``TrialStatus``: each arm's runs and the time left) kept up to date; setting the
+        ``threading.Event`` ``cancel`` stops the runs not yet started and a running one at its next
+        model call, and what finished is kept (``results.complete`` is then False). ``expected``
+        guards the save as in ``save``.
         """
-        return self._trial(*self._prepare(spec, concurrency, expected), progress=progress, cancel=cancel)
+        return self._trial(*self._prepare(spec, concurrency, expected), progress=progress, cancel=cancel,
+                           status=status)
 
     def start(self, spec, *, concurrency=None, expected=None) -> ExperimentJob:
         """``run`` on a background thread: the returned job counts ``done`` of ``total`` runs, can be
         cancelled, and holds ``results`` (or ``error``) when it ends. The spec is checked against the
         store and saved here, so a wrong one is refused at once."""
-        prepared = self._prepare(spec, concurrency, expected)
+        prepared, status = self._prepare(spec, concurrency, expected), TrialStatus()
         return ExperimentJob(prepared[0], lambda progress, cancel: self._trial(*prepared, progress=progress,
-                                                                               cancel=cancel)).start()
+                                                                               cancel=cancel, status=status),
+                             status=status).start()
 
     def _prepare(self, spec, concurrency, expected=None):
         """``(spec, branches, key, concurrency)``: the spec checked, each case's branch read once, the
@@ -173,9 +180,9 @@ class Experiments:
         pk = self._save(spec, expected)
         return spec, branches, pk, concurrency
 
-    def _trial(self, spec, branches, pk, concurrency, *, progress, cancel) -> ExperimentResults:
+    def _trial(self, spec, branches, pk, concurrency, *, progress, cancel, status) -> ExperimentResults:
         trial, runs = run_trial(self.store, pk, spec, branches, concurrency=concurrency, progress=progress,
-                                cancel=cancel, allowed_hosts=self.allowed_hosts)
+                                cancel=cancel, allowed_hosts=self.allowed_hosts, status=status)
         arms = {arm.name: position for position, arm in enumerate(spec.arms)}
         cases = {case.name: position for position, case in enumerate(spec.cases)}
         runs.sort(key=lambda run: (arms[run["arm"]], cases[run["case_name"]]))  # the order a read gives
@@ -220,6 +227,10 @@ class Experiments:
                 if found is not None:
                     kept[ref] = found
         return Messages(kept.get(m["ref"]) or _gone(m["ref"]) if "ref" in m else m for m in stored)
+
+    def compare_runs(self, first, second) -> ContextComparison:
+        """The contexts two runs left (``context``), compared message by message (``compare_contexts``)."""
+        return compare_contexts(self.context(first), self.context(second), first["arm"], second["arm"])
 
     def _definition(self, name) -> dict:
         definition = self.store.experiments.definition(self.tenant_id, name)

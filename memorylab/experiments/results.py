@@ -193,7 +193,7 @@ class ExperimentResults:
             lines.append(f"| {row['arm']} | {row['strategy']} | {row['score']:.2f} | {interval_text(row)} | "
                          f"{against_best_text(row)} | {row['spread']:.2f} | "
                          f"{_count(row['tokens_before'])} | {_count(row['tokens_after'])} | "
-                         f"{_pct(row['saved_pct'])} | {cost} | {row['errors']} |")
+                         f"{percent_text(row['saved_pct'])} | {cost} | {row['errors']} |")
         return "\n".join(lines)
 
     def pareto_figure(self, **layout) -> "plotly.graph_objects.Figure":
@@ -274,5 +274,12 @@ def _count(value):
     return "" if _missing(value) else f"{int(value):,}"
 
 
-def _pct(value):
-    return "" if _missing(value) else f"{value:.0f}%"
+def whole_percent(value) -> int | None:
+    """A percentage rounded to a whole number, halves away from zero (26.5 is 27, -0.5 is -1): the one
+    rule every headline and table of saved tokens uses, so they never disagree by one."""
+    return None if _missing(value) else int(math.copysign(math.floor(abs(value) + 0.5), value))
+
+
+def percent_text(value) -> str:
+    """``whole_percent`` as text, ``27%`` ("" for none)."""
+    return "" if _missing(value) else f"{whole_percent(value)}%"

@@ -1,7 +1,8 @@
 """Running an experiment: every arm on every case, concurrently, each run stored as it finishes.
 
-Model calls overlap up to the spec's ``concurrency``; runs are written from the calling thread, one
-transaction each, so a cancelled or interrupted experiment keeps every run that finished. A run
+Runs overlap up to the spec's ``concurrency``, the arms that need no model first (milliseconds each),
+so their results are in before the first model call ends. Runs are written from the calling thread,
+one transaction each, so a cancelled or interrupted experiment keeps every run that finished. A run
 whose model call fails is stored with its error and scores nothing; the others go on.
 """
 from __future__ import annotations
@@ -15,8 +16,10 @@ from ..errors import InvalidInputError, MemoryLabError
 from ..history.overlays import is_summary_message
 from ..history.session import Session
 from ..messages import utc_now_iso
+from .cancellation import RunCancelled
+from .progress import TrialStatus
 from .scoring import score_probes
-from .strategies import apply_arm, branch_tokens
+from .strategies import MODEL_STRATEGIES, apply_arm, branch_tokens
 
 
 @dataclass(frozen=True)
@@ -54,10 +57,11 @@ def resolve_cases(store, spec) -> dict[str, CaseBranch]:
     return branches
 
 
-def run_one(arm, branch, grader=None, *, allowed_hosts=()) -> dict:
+def run_one(arm, branch, grader=None, *, allowed_hosts=(), cancel=None) -> dict | None:
     """One arm on one case, as the row ``store.experiments.add_run`` stores (``trial`` left to the caller).
     ``latency`` is the strategy's own time, its model calls included; scoring is not part of it. Model
-    calls go only to the hosts ``allowed_api_hosts(allowed_hosts)`` allows."""
+    calls go only to the hosts ``allowed_api_hosts(allowed_hosts)`` allows. None when the
+    ``threading.Event`` ``cancel`` was set before one of its model calls: the run did not finish."""
     case = branch.case
     run = {
         "arm": arm.name, "strategy": arm.strategy, "arm_settings": dict(arm.settings), "case_name": case.name,
@@ -70,8 +74,11 @@ def run_one(arm, branch, grader=None, *, allowed_hosts=()) -> dict:
     started = time.perf_counter()
     try:
         history = branch.recorded if arm.strategy == "recorded" else branch.history
-        output = apply_arm(arm, history, allowed_hosts=allowed_hosts)
-        scores, grading = score_probes(output.context, case.probes, grader=grader, allowed_hosts=allowed_hosts)
+        output = apply_arm(arm, history, allowed_hosts=allowed_hosts, cancel=cancel)
+        scores, grading = score_probes(output.context, case.probes, grader=grader, allowed_hosts=allowed_hosts,
+                                       cancel=cancel)
+    except RunCancelled:
+        return None
     except MemoryLabError as error:
         run.update(error=f"{type(error).__name__}: {error}", latency=time.perf_counter() - started,
                    finished_at=utc_now_iso())
@@ -99,34 +106,45 @@ def referenced_context(context, history) -> list[dict]:
 
 
 def run_trial(store, experiment_pk, spec, branches, *, concurrency=None, progress=None,
-              cancel=None, allowed_hosts=()) -> tuple[int, list]:
+              cancel=None, allowed_hosts=(), status=None) -> tuple[int, list]:
     """Run every arm on every case as the experiment's next trial. Returns ``(trial, runs)``: the runs
     stored, each as ``store.experiments.runs`` reads it back (its key, no context), in the order they finished.
 
-    ``progress(done, total, run)`` is called after each run is stored; setting the ``cancel`` event
-    stops runs that have not started (those running finish and are kept). The trial's number is taken
-    by its first stored run, so trials started at once number themselves apart; one that stored no run
-    reports the number its first run would have taken.
+    ``progress(done, total, run)`` is called after each run is stored, and ``status`` (a ``TrialStatus``)
+    kept up to date. Setting the ``cancel`` event stops the runs that have not started, and a running
+    one at its next model call (it is dropped); those that finished are kept. The trial's number is
+    taken by its first stored run, so trials started at once number themselves apart; one that stored
+    no run reports the number its first run would have taken.
     """
-    tasks = [(arm, branches[case.name]) for arm in spec.arms for case in spec.cases]
-    cancel = cancel or threading.Event()
-    with ThreadPoolExecutor(max_workers=concurrency or spec.concurrency, thread_name_prefix="experiment") as pool:
-        pending = {pool.submit(_unless_cancelled, cancel, arm, branch, spec.grader, allowed_hosts)
+    tasks = sorted(((arm, branches[case.name]) for arm in spec.arms for case in spec.cases),
+                   key=lambda task: task[0].strategy in MODEL_STRATEGIES)  # no run waits behind a model call
+    cancel, status = cancel or threading.Event(), status or TrialStatus()
+    workers = concurrency or spec.concurrency
+    status.begin(spec, workers)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="experiment") as pool:
+        pending = {pool.submit(_unless_cancelled, cancel, status, arm, branch, spec.grader, allowed_hosts)
                    for arm, branch in tasks}
         try:
-            trial, runs = _store_as_finished(store, experiment_pk, pending, len(tasks), progress, cancel)
+            trial, runs = _store_as_finished(store, experiment_pk, pending, len(tasks), status, progress,
+                                             cancel)
         except BaseException:  # an interrupt or a failed write: runs not started never start
             pool.shutdown(wait=False, cancel_futures=True)
             raise
     return (store.experiments.next_trial(experiment_pk) if trial is None else trial), runs
 
 
-def _unless_cancelled(cancel, arm, branch, grader, allowed_hosts):
-    """``run_one``, or None when the experiment was cancelled before this run could start."""
-    return None if cancel.is_set() else run_one(arm, branch, grader, allowed_hosts=allowed_hosts)
+def _unless_cancelled(cancel, status, arm, branch, grader, allowed_hosts):
+    """``run_one``, or None when the experiment was cancelled before this run could finish."""
+    if cancel.is_set():
+        return None
+    status.started(arm.name)
+    run = run_one(arm, branch, grader, allowed_hosts=allowed_hosts, cancel=cancel)
+    if run is None:
+        status.stopped(arm.name)
+    return run
 
 
-def _store_as_finished(store, experiment_pk, pending, total, progress, cancel):
+def _store_as_finished(store, experiment_pk, pending, total, status, progress, cancel):
     """``(trial, runs)``: each run stored as it finishes, the first opening the trial (None: none stored)."""
     trial, stored = None, []
     while pending:
@@ -140,6 +158,7 @@ def _store_as_finished(store, experiment_pk, pending, total, progress, cancel):
                 pk = store.experiments.add_run(experiment_pk, future.result() | {"trial": trial})
             run = future.result() | {"trial": trial}
             stored.append({"pk": pk} | {key: value for key, value in run.items() if key != "context"})
+            status.finished(run)
             if progress is not None:
                 progress(len(stored), total, run)
         if cancel.is_set():

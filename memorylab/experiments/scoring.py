@@ -11,6 +11,7 @@ import re
 
 from ..messages import is_tool_part
 from ..tokens import compact_json
+from .cancellation import complete_unless_cancelled
 from .facts import ContextText, fact_terms, match_facts
 
 ANSWER_PROMPT = """\
@@ -49,10 +50,11 @@ def context_texts(messages) -> list[str]:
     return texts
 
 
-def score_probes(context, probes, *, grader=None, allowed_hosts=()) -> tuple[list[dict], dict]:
+def score_probes(context, probes, *, grader=None, allowed_hosts=(), cancel=None) -> tuple[list[dict], dict]:
     """``(scores, grading)``: one dict per probe (``probe``, ``kind``, ``score`` from 0 to 1, ``facts``
     with each fact's verdict, ``missed``), and the grading calls' usage and cost (empty without a grader).
-    The grader's calls go only to the hosts ``allowed_api_hosts(allowed_hosts)`` allows."""
+    The grader's calls go only to the hosts ``allowed_api_hosts(allowed_hosts)`` allows, and stop
+    (RunCancelled) once the ``threading.Event`` ``cancel`` is set."""
     text = ContextText(context_texts(context))
     text.gather(form for probe in probes for fact in probe.expected_facts() for term in fact_terms(fact)
                 for form in term.pieces[0])
@@ -66,26 +68,27 @@ def score_probes(context, probes, *, grader=None, allowed_hosts=()) -> tuple[lis
             "facts": [match.to_dict() for match in matches],
             "missed": [match.fact for match in matches if not match.kept],
         })
-    grading = _grade(context, probes, scores, grader, allowed_hosts) if grader else {}
+    grading = _grade(context, probes, scores, grader, allowed_hosts, cancel) if grader else {}
     for score in scores:
         score["score"] = score["graded_score"] if score.get("graded_score") is not None else score["fact_score"]
     return scores, grading
 
 
-def _grade(context, probes, scores, grader, allowed_hosts):
+def _grade(context, probes, scores, grader, allowed_hosts, cancel):
     from ..history.compaction import render_transcript
     from ..llm.api_hosts import check_spec_call
-    from ..llm.models import complete_with_usage
 
     check_spec_call(grader.models(), grader.completion, allowed_hosts)
     transcript = render_transcript(context)
     usage, cost = {}, 0.0
     for probe, score in zip(probes, scores):
         answer_prompt = ANSWER_PROMPT.format(transcript=transcript, question=probe.question)
-        answer, answered = complete_with_usage(answer_prompt, model=grader.answer_model, **grader.completion)
+        answer, answered = complete_unless_cancelled(answer_prompt, model=grader.answer_model, cancel=cancel,
+                                                     **grader.completion)
         expected = probe.answer or "; ".join(probe.facts)
         judge_prompt = JUDGE_PROMPT.format(question=probe.question, expected=expected, answer=answer)
-        verdict, judged = complete_with_usage(judge_prompt, model=grader.judge_model, **grader.completion)
+        verdict, judged = complete_unless_cancelled(judge_prompt, model=grader.judge_model, cancel=cancel,
+                                                      **grader.completion)
         score.update(answer_prompt=answer_prompt, answer=answer, judge_prompt=judge_prompt, judge_output=verdict,
                      graded_score=parse_judge_score(verdict))
         for accounted in (answered, judged):

@@ -20,6 +20,7 @@ from ..llm.api_hosts import check_spec_call
 from ..messages import utc_now_iso
 from ..shapes import Messages
 from ..tokens import estimate_message_tokens, estimate_string_tokens
+from .cancellation import complete_unless_cancelled
 from .extractive import extractive_summary
 from .spec import STRATEGY_DEFAULTS
 
@@ -27,6 +28,8 @@ WINDOW_HANDLERS = {SIMPLE_CUT: simple_cut}
 """The resize handlers a ``window`` arm can name: ``handler(full_context, context_window, memo,
 settings) -> (full_context, context_window, memo)``, as ``ContextWindow.register_resize_handler`` takes."""
 EXPERIMENT_OVERLAY_ID = "experiment"
+MODEL_STRATEGIES = frozenset({"summarize"})
+"""The strategies that call a model: seconds to minutes a run, where the others take milliseconds."""
 
 
 def register_window_handler(name, handler) -> None:
@@ -85,13 +88,16 @@ def plan_for(arm, history):
     )
 
 
-def apply_arm(arm, history, *, allowed_hosts=()) -> ArmOutput:
+def apply_arm(arm, history, *, allowed_hosts=(), cancel=None) -> ArmOutput:
     """The context ``arm`` leaves of ``history``. Model failures raise ModelError; a summarize arm whose
-    ``api_base`` names a host ``allowed_api_hosts(allowed_hosts)`` does not allow, ApiHostNotAllowedError."""
-    if arm.strategy == "summarize":
-        check_spec_call({"model": arm.settings["model"]}, arm.settings["completion"], allowed_hosts)
+    ``api_base`` names a host ``allowed_api_hosts(allowed_hosts)`` does not allow, ApiHostNotAllowedError.
+    A model arm raises RunCancelled before its next model call once the ``threading.Event`` ``cancel`` is set."""
     started = time.perf_counter()
-    output = _STRATEGIES[arm.strategy](arm, history)
+    if arm.strategy in MODEL_STRATEGIES:
+        check_spec_call({"model": arm.settings["model"]}, arm.settings["completion"], allowed_hosts)
+        output = _summarize(arm, history, cancel)
+    else:
+        output = _STRATEGIES[arm.strategy](arm, history)
     output.latency = time.perf_counter() - started
     return output
 
@@ -177,8 +183,8 @@ def _extractive(arm, history):
     return _compacted(arm, history, summarize)
 
 
-def _summarize(arm, history):
-    from ..llm.models import DEFAULT_LOCAL_MODEL, complete_with_usage, model_context_tokens
+def _summarize(arm, history, cancel):
+    from ..llm.models import DEFAULT_LOCAL_MODEL, model_context_tokens
 
     model = arm.settings["model"] or DEFAULT_LOCAL_MODEL
     completion = dict(arm.settings["completion"])
@@ -191,7 +197,7 @@ def _summarize(arm, history):
         for chunk in _chunks(to_summarize, budget):
             prompt = build_summary_prompt(chunk, previous_summary=summary, target_tokens=plan.target_summary_tokens,
                                           template=arm.settings["template"])
-            text, accounted = complete_with_usage(prompt, model=model, **completion)
+            text, accounted = complete_unless_cancelled(prompt, model=model, cancel=cancel, **completion)
             summary = text.strip() or summary
             prompts.append(prompt)
             for key, value in accounted["usage"].items():
@@ -244,4 +250,4 @@ def _recorded(arm, history):
 
 
 _STRATEGIES = {"none": _full, "truncate": _truncate, "window": _window, "extractive": _extractive,
-               "summarize": _summarize, "recorded": _recorded}
+               "recorded": _recorded}

@@ -17,7 +17,7 @@ from ..errors import ApiHostNotAllowedError, InvalidInputError
 ALLOWED_HOSTS_VARIABLE = "MEMORYLAB_ALLOWED_API_HOSTS"
 SPEC_COMPLETION_OPTIONS = ("temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "seed",
                            "presence_penalty", "frequency_penalty", "reasoning_effort", "timeout", "num_retries",
-                           "mock_response", "api_base")
+                           "mock_response", "mock_delay", "api_base")
 """What a spec's ``completion`` may hold: how the model writes, and ``api_base`` (held to the allowed hosts).
 Anything else a litellm call takes (``base_url``, ``custom_llm_provider``, ``api_version``, headers,
 ``litellm_params``, callbacks) could send the request, or the key with it, somewhere else."""
