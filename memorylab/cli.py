@@ -51,7 +51,8 @@ def build_parser():
     imp.add_argument("--format", default="auto", choices=["auto", *FORMATS],
                      help="read the file as this format instead of detecting it")
     imp.add_argument("--tenant", default="default",
-                     help="store the sessions under this tenant, whichever a memorylab export names (default: %(default)s)")
+                     help="store the sessions under this tenant, whichever a memorylab export names "
+                          "(default: %(default)s)")
     imp.add_argument("--agent", help="store the sessions under this agent (default: the format's name; a memorylab "
                                      "export keeps its own)")
     imp.add_argument("--dry-run", action="store_true", help="write nothing; report what the import would add")
@@ -264,7 +265,8 @@ def _refuse_writing_over(store, args):
                                     "writing there would destroy the store; nothing was done, name another file")
 
 
-COMMANDS = {"audit": _audit, "eval": _eval, "demo": _demo, "import": _import, "export": _export, "stats": _stats, "check": _check}
+COMMANDS = {"audit": _audit, "eval": _eval, "demo": _demo, "import": _import, "export": _export, "stats": _stats,
+            "check": _check}
 
 
 def _show_progress(step, done, total=None):

@@ -25,8 +25,8 @@ from .spec import (
 from .strategies import default_tail_budget, plan_for, register_window_handler
 
 __all__ = [
-    "PROBE_KINDS", "STRATEGY_DEFAULTS", "STRATEGY_HELP", "Arm", "Case", "Comparison", "against_best_text", "ExperimentJob",
-    "ExperimentResults", "ExperimentSpec", "Experiments", "Grader", "Interval", "Probe", "compare_trials",
-    "default_tail_budget", "interval_text", "load_spec", "parse_spec", "parse_spec_yaml", "plan_for",
+    "PROBE_KINDS", "STRATEGY_DEFAULTS", "STRATEGY_HELP", "Arm", "Case", "Comparison", "against_best_text",
+    "ExperimentJob", "ExperimentResults", "ExperimentSpec", "Experiments", "Grader", "Interval", "Probe",
+    "compare_trials", "default_tail_budget", "interval_text", "load_spec", "parse_spec", "parse_spec_yaml", "plan_for",
     "propose_probes", "register_window_handler", "score_text",
 ]

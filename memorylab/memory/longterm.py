@@ -494,7 +494,8 @@ class LongTermMemory:
         diagnostics = self._begin("prepare_request", session_id, planner=_step_label(self.planner),
                                   reranker=_step_label(self.reranker), index=self._index_report())
         if self.settings["vector_index"]:
-            diagnostics["events"].append({"code": "memory_vector_unavailable", "backend": self.store.search_engine.name})
+            diagnostics["events"].append({"code": "memory_vector_unavailable",
+                                          "backend": self.store.search_engine.name})
         plan = diagnostics["plan"] = self._plan(session_id, prompt, diagnostics["events"])
         ranked, diagnostics["scopes"] = [], {}
         for scope in SCOPES:

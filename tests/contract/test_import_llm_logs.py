@@ -21,7 +21,6 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, MessagesState, StateGraph
 from llm.cli import load_conversation
 from llm.logs import LogStore
-from llm.migrations import migrate
 from llm.plugins import pm
 
 from memorylab import ImportFormatError, Session, Store, to_openai
@@ -69,14 +68,6 @@ def llm_user_dir(tmp_path, monkeypatch):
 def log(db, response):
     response.text()
     response.log_to_db(db)
-
-
-@pytest.fixture(scope="session")
-def empty_logs(tmp_path_factory):
-    """A logs.db with llm's tables, as its CLI migrates one before it logs: made once (2.5 s), then copied."""
-    path = tmp_path_factory.mktemp("llm") / "logs.db"
-    migrate(sqlite_utils.Database(path))
-    return path
 
 
 @pytest.fixture
