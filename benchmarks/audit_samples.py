@@ -34,7 +34,8 @@ def compacted_samples(store) -> None:
         history = session.get_history()
         plan = plan_compaction(history, tail_token_budget=default_tail_budget(history))
         if plan is not None:
-            session.add_compaction(extractive_summary(plan.middle, plan.target_summary_tokens), plan.from_id, plan.to_id)
+            summary = extractive_summary(plan.middle, plan.target_summary_tokens)
+            session.add_compaction(summary, plan.from_id, plan.to_id)
 
 
 def group_totals() -> dict[str, tuple[int, dict]]:

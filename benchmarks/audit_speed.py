@@ -2,9 +2,10 @@
 
 Builds a SQLite store of sessions of 500 messages, each compacted ten times over consecutive
 50-message spans with a ten-message tail (the sample conversations' messages, tool calls and results
-included, cycled so every span holds real-shaped artifacts, each text made unique), then audits every compaction the way ``memorylab audit`` does, in
-a fresh process, and reports the time and the peak memory: what that process grew by, or the largest
-worker process it started, whichever is more. Target: 10,000 compactions in under 60 s.
+included, cycled so every span holds real-shaped artifacts, each text made unique), then audits every
+compaction the way ``memorylab audit`` does, in a fresh process, and reports the time and the peak memory:
+what that process grew by, or the largest worker process it started, whichever is more. Target: 10,000
+compactions in under 60 s.
 """
 from __future__ import annotations
 
@@ -106,7 +107,8 @@ def bench_audit(workdir: Path, compactions: int) -> dict:
     built = time.perf_counter() - started
     done = subprocess.run([sys.executable, "-c", _AUDIT_SCRIPT, str(path)], capture_output=True, text=True, check=True)
     measured = json.loads(done.stdout)
-    return {**measured, "build_seconds": built, "span_messages": SPAN, "target_seconds": TARGET_SECONDS * compactions / 10_000}
+    return {**measured, "build_seconds": built, "span_messages": SPAN,
+            "target_seconds": TARGET_SECONDS * compactions / 10_000}
 
 
 def print_audit(measured: dict, markdown: bool) -> None:

@@ -5,9 +5,9 @@
 The labelled set is ``tests/data/ledger/labels.json`` (its README says where each span came from and
 how it was labelled, by someone who never saw the extractor); the extractor was tuned on it.
 ``--heldout`` scores ``tests/data/ledger/heldout/labels.json`` instead: spans written and labelled
-later by someone who saw neither the extractor nor the first set, never used to tune it. A found artifact is right when a
-labelled one of its kind in the same span says the same thing: the same text once case, spacing and
-punctuation are set aside, or one text holding the other (``summarize.py`` for
+later by someone who saw neither the extractor nor the first set, never used to tune it. A found artifact is
+right when a labelled one of its kind in the same span says the same thing: the same text once case, spacing
+and punctuation are set aside, or one text holding the other (``summarize.py`` for
 ``importer/summarize.py``); a decision also when most of its words are the labelled sentence's.
 Precision is the share of found artifacts that are right; recall the share of labelled ones found.
 A second mention of a labelled artifact in another spelling counts as right, not as noise: the

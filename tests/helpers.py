@@ -45,7 +45,8 @@ def count_rows(store, table):
 def stored_bytes(store):
     """Everything a store holds: its SQLite file with WAL and journal, or every PostgreSQL row as text."""
     if is_postgres_url(store.path):
-        tables = store.fetch_all("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")
+        tables = store.fetch_all("SELECT table_name FROM information_schema.tables "
+                                 "WHERE table_schema = current_schema()")
         return "\n".join(
             row[0] or "" for (table,) in tables
             for row in store.fetch_all(f"SELECT CAST(t AS text) FROM {table} AS t")

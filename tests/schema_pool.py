@@ -5,7 +5,8 @@ import uuid
 
 SHAPE = """
 SELECT md5(coalesce(string_agg(c.relname::text || ':' || c.relkind::text || ':' || coalesce((
-           SELECT string_agg(a.attname::text || ' ' || format_type(a.atttypid, a.atttypmod) || ' ' || a.attgenerated::text,
+           SELECT string_agg(a.attname::text || ' ' || format_type(a.atttypid, a.atttypmod)
+                                    || ' ' || a.attgenerated::text,
                              ',' ORDER BY a.attnum)
            FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped), ''),
          ';' ORDER BY c.relname), ''))

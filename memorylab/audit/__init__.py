@@ -3,5 +3,5 @@ it (``audit``)."""
 from .artifacts import KINDS, Artifact, extract_artifacts
 from .audit import CompactionAudit, audit_compaction, audit_proposal, audit_session, iter_store_audits, retention_totals
 
-__all__ = ["KINDS", "Artifact", "CompactionAudit", "audit_compaction", "audit_proposal", "audit_session", "extract_artifacts",
-           "iter_store_audits", "retention_totals"]
+__all__ = ["KINDS", "Artifact", "CompactionAudit", "audit_compaction", "audit_proposal", "audit_session",
+           "extract_artifacts", "iter_store_audits", "retention_totals"]

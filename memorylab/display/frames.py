@@ -46,7 +46,8 @@ def _session_row(row):
 
 def _memory_row(row):
     last = row["last_message"] or {}
-    return {**{c: row.get(c) for c in MEMORY_COLUMNS}, "last_role": last.get("role"), "last_message": last.get("content")}
+    return {**{c: row.get(c) for c in MEMORY_COLUMNS}, "last_role": last.get("role"),
+            "last_message": last.get("content")}
 
 
 def _kv_entries(kv):
@@ -71,26 +72,29 @@ def _plan_rows(plan):
     ]
 
 
+def _session_rows(rows):
+    return [_session_row(row) for row in rows]
+
+
+_TABLES = (
+    (Store, lambda store: _session_rows(store.sessions.list()), SESSION_COLUMNS),
+    (LongTermMemory, lambda memory: memory.records(), RECORD_COLUMNS),
+    (KVStore, _kv_entries, KV_COLUMNS),
+    (CompactionPlan, _plan_rows, PLAN_COLUMNS),
+    (Messages, lambda messages: [_message_row(message) for message in messages], MESSAGE_COLUMNS),
+    (SessionRows, _session_rows, SESSION_COLUMNS),
+    (MemoryRecords, list, RECORD_COLUMNS),
+    (MemoryRows, lambda rows: [_memory_row(row) for row in rows], MEMORY_COLUMNS),
+    (KVRows, list, KV_COLUMNS),
+)
+"""What ``to_dataframe`` tabulates, by type: how to read its rows, and their columns."""
+
+
 def _rows_and_columns(obj):
     """The rows to tabulate and their columns (None: the rows' own keys), chosen by what ``obj`` is."""
-    if isinstance(obj, Store):
-        return [_session_row(row) for row in obj.sessions.list()], SESSION_COLUMNS
-    if isinstance(obj, LongTermMemory):
-        return obj.records(), RECORD_COLUMNS
-    if isinstance(obj, KVStore):
-        return _kv_entries(obj), KV_COLUMNS
-    if isinstance(obj, CompactionPlan):
-        return _plan_rows(obj), PLAN_COLUMNS
-    if isinstance(obj, Messages):
-        return [_message_row(message) for message in obj], MESSAGE_COLUMNS
-    if isinstance(obj, SessionRows):
-        return [_session_row(row) for row in obj], SESSION_COLUMNS
-    if isinstance(obj, MemoryRecords):
-        return list(obj), RECORD_COLUMNS
-    if isinstance(obj, MemoryRows):
-        return [_memory_row(row) for row in obj], MEMORY_COLUMNS
-    if isinstance(obj, KVRows):
-        return list(obj), KV_COLUMNS
+    for kind, read_rows, columns in _TABLES:
+        if isinstance(obj, kind):
+            return read_rows(obj), columns
     if not isinstance(obj, (list, tuple)) or not all(isinstance(row, dict) for row in obj):
         raise TypeError(
             "to_dataframe takes a list of messages or dict rows, a Store, a KVStore, a CompactionPlan or a "

@@ -48,38 +48,61 @@ VIEW_COLUMNS = 48
 """Columns a wide tree shows at first; the range slider under it pans over the rest."""
 
 
+def _band_shape(band):
+    """The shaded rectangle over the messages a summary overlay covers."""
+    return {"type": "rect", "x0": band["x0"], "x1": band["x1"], "y0": band["y0"], "y1": band["y1"],
+            "fillcolor": "rgba(168,85,247,0.12)", "line": {"color": "#a855f7", "dash": "dot"}, "layer": "below"}
+
+
+def _band_label(band):
+    """A band's label above it: clicking it picks the summary (``customdata`` is the summary's id)."""
+    overlay = band["overlay"]
+    return {
+        "type": "scatter", "x": [(band["x0"] + band["x1"]) / 2], "y": [band["y1"]], "mode": "text",
+        "text": [f"summary {overlay['id']} ({band['covered']} msgs)"], "textposition": "top center",
+        "customdata": [f"{SUMMARY_ID_PREFIX}{overlay['id']}"],
+        "hovertext": [_hover(overlay["summary"])], "hoverinfo": "text", "showlegend": False,
+        "textfont": {"color": "#7e22ce", "size": 11},
+    }
+
+
+def _edge_trace(layout, on_path):
+    """One trace of the tree's edges: those along the active path (``on_path``), or all the others."""
+    xs, ys = [], []
+    for parent, child in layout.edges:
+        a, b = layout.nodes[parent], layout.nodes[child]
+        if (a.on_active_path and b.on_active_path) == on_path:
+            xs += [a.x, b.x, None]
+            ys += [a.y, b.y, None]
+    return {
+        "type": "scatter", "x": xs, "y": ys, "mode": "lines", "hoverinfo": "skip", "showlegend": False,
+        "line": {"color": ACTIVE_EDGE if on_path else "#cbd5e1", "width": 3 if on_path else 1.2},
+    }
+
+
+def _tree_xaxis(layout, focus):
+    """A hidden axis; for a tree wider than ``VIEW_COLUMNS``, a window centred on ``focus`` (default the
+    active leaf) with a range slider over the whole tree."""
+    if layout.width <= VIEW_COLUMNS:
+        return {"visible": False}
+    focus = layout.nodes.get(focus) or layout.nodes.get((layout.active_path or [None])[-1])
+    right = min(max(focus.x + VIEW_COLUMNS // 2 if focus else layout.width, VIEW_COLUMNS), layout.width + 1)
+    # The range slider is drawn only under a visible axis; its ticks would mean nothing here.
+    return {"range": [right - VIEW_COLUMNS, right], "showticklabels": False, "showgrid": False,
+            "zeroline": False, "rangeslider": {"visible": True, "thickness": 0.15}}
+
+
 def tree_layout_figure(layout, *, focus=None, height=None, flagged=frozenset(), opened=None):
     """Draw a ``TreeLayout``. Each point's ``customdata`` is its node's id (a message id; for a
     collapsed run, its first message; for a band's label, its summary's id), so
-    ``st.plotly_chart(..., on_select="rerun")`` can select a message, open a run or pick a band. A tree wider than ``VIEW_COLUMNS`` opens centred on ``focus`` (a node id;
-    default the active leaf), with a range slider under it that shows and pans the whole tree.
+    ``st.plotly_chart(..., on_select="rerun")`` can select a message, open a run or pick a band. A tree
+    wider than ``VIEW_COLUMNS`` opens centred on ``focus`` (a node id; default the active leaf), with a
+    range slider under it that shows and pans the whole tree.
     Nodes holding a message of ``flagged`` (ids, e.g. of tool-pair findings) get a red outline; the
     node of ``opened`` (a message id, e.g. a lost artifact's) a ring."""
     # Traces and shapes as plain dicts, validated once by the Figure: add_trace would copy each again.
-    traces, shapes = [], []
-    for band in layout.bands:
-        overlay = band["overlay"]
-        shapes.append({"type": "rect", "x0": band["x0"], "x1": band["x1"], "y0": band["y0"], "y1": band["y1"],
-                       "fillcolor": "rgba(168,85,247,0.12)", "line": {"color": "#a855f7", "dash": "dot"},
-                       "layer": "below"})
-        traces.append({
-            "type": "scatter", "x": [(band["x0"] + band["x1"]) / 2], "y": [band["y1"]], "mode": "text",
-            "text": [f"summary {overlay['id']} ({band['covered']} msgs)"], "textposition": "top center",
-            "customdata": [f"{SUMMARY_ID_PREFIX}{overlay['id']}"],
-            "hovertext": [_hover(overlay["summary"])], "hoverinfo": "text", "showlegend": False,
-            "textfont": {"color": "#7e22ce", "size": 11},
-        })
-    for on_path in (False, True):
-        xs, ys = [], []
-        for parent, child in layout.edges:
-            a, b = layout.nodes[parent], layout.nodes[child]
-            if (a.on_active_path and b.on_active_path) == on_path:
-                xs += [a.x, b.x, None]
-                ys += [a.y, b.y, None]
-        traces.append({
-            "type": "scatter", "x": xs, "y": ys, "mode": "lines", "hoverinfo": "skip", "showlegend": False,
-            "line": {"color": ACTIVE_EDGE if on_path else "#cbd5e1", "width": 3 if on_path else 1.2},
-        })
+    shapes = [_band_shape(band) for band in layout.bands]
+    traces = [_band_label(band) for band in layout.bands] + [_edge_trace(layout, on_path) for on_path in (False, True)]
     marked = {n.id for n in layout.nodes.values() if flagged and not flagged.isdisjoint(n.members)}
     for role, color in ROLE_COLORS.items():
         nodes = [n for n in layout.nodes.values() if n.role == role]
@@ -124,17 +147,10 @@ def tree_layout_figure(layout, *, focus=None, height=None, flagged=frozenset(), 
             "text": ["📌"] * len(pinned), "showlegend": False, "hoverinfo": "text", "textfont": {"size": 14},
             "hovertext": [f"{n.id} is pinned: compactions keep it whole" for n in pinned],
         })
-    xaxis = {"visible": False}
-    if layout.width > VIEW_COLUMNS:
-        focus = layout.nodes.get(focus) or layout.nodes.get((layout.active_path or [None])[-1])
-        right = min(max(focus.x + VIEW_COLUMNS // 2 if focus else layout.width, VIEW_COLUMNS), layout.width + 1)
-        # The range slider is drawn only under a visible axis; its ticks would mean nothing here.
-        xaxis = {"range": [right - VIEW_COLUMNS, right], "showticklabels": False, "showgrid": False,
-                 "zeroline": False, "rangeslider": {"visible": True, "thickness": 0.15}}
     return go.Figure(data=traces, layout={
         "shapes": shapes, "height": height or min(900, 220 + 70 * layout.lanes),
         "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
-        "xaxis": xaxis, "yaxis": {"visible": False, "range": [layout.lanes - 0.4, -0.6]},
+        "xaxis": _tree_xaxis(layout, focus), "yaxis": {"visible": False, "range": [layout.lanes - 0.4, -0.6]},
         "legend": {"orientation": "h", "y": 1.02, "x": 0}, "hovermode": "closest", "dragmode": "pan",
         "plot_bgcolor": "white", "clickmode": "event+select",
     })
@@ -155,14 +171,16 @@ def context_window_figure(rows, *, context_limit=None, threshold=None, height=36
             hovertemplate=f"{html.escape(row['part'])} / {html.escape(row['item'])}: %{{x:,}} tokens<extra></extra>",
         ))
     total = sum(r["tokens"] for r in rows)
-    for value, label, color in ((context_limit, "context limit", "#dc2626"), (threshold, "compaction threshold", "#f59e0b")):
+    limits = ((context_limit, "context limit", "#dc2626"), (threshold, "compaction threshold", "#f59e0b"))
+    for value, label, color in limits:
         if value:
             figure.add_vline(x=value, line={"color": color, "dash": "dash", "width": 2},
                              annotation_text=f"{label} {value:,}", annotation_position="top")
     figure.update_layout(
         barmode="stack", height=height, showlegend=True, margin={"l": 10, "r": 10, "t": 40, "b": 10},
         legend={"orientation": "h", "y": -0.25}, yaxis={"visible": False},
-        xaxis={"title": f"estimated tokens (total {total:,})", "range": [0, max(total, context_limit or 0, threshold or 0) * 1.05]},
+        xaxis={"title": f"estimated tokens (total {total:,})",
+               "range": [0, max(total, context_limit or 0, threshold or 0) * 1.05]},
         plot_bgcolor="white",
     )
     return figure

@@ -50,7 +50,8 @@ def _spec(definition) -> ExperimentSpec:
                    "probes": [{k: v for k, v in probe.items() if v is not None} for probe in case["probes"]]}
                   for case in definition["cases"]],
     }
-    return parse_spec({k: v for k, v in data.items() if v is not None}, source=f"stored experiment {definition['name']!r}")
+    return parse_spec({k: v for k, v in data.items() if v is not None},
+                      source=f"stored experiment {definition['name']!r}")
 
 
 def _refuse(spec, problems, error):

@@ -17,6 +17,7 @@ from .intervals import Comparison, bounds, mean, mean_interval, paired_differenc
 
 if TYPE_CHECKING:
     import pandas as pd
+    import plotly.graph_objects
 
 RUN_COLUMNS = ("arm", "strategy", "case", "score", "tokens_before", "tokens_after", "tokens_saved", "saved_pct",
                "summary_tokens", "cost", "latency_s", "model", "error")
@@ -166,7 +167,8 @@ class ExperimentResults:
         ``name``, ``strategy``, ``score`` (0 to 1), ``tokens_before``, ``tokens_after`` and ``cost``."""
         arms = [{"name": s.pop("arm"), **s} for s in self.arm_summaries()]
         runs = [{key: value for key, value in run.items() if key != "context"} for run in self.runs]
-        return {"experiment": self.experiment, "trial": self.trial, "complete": self.complete, "arms": arms, "runs": runs}
+        return {"experiment": self.experiment, "trial": self.trial, "complete": self.complete, "arms": arms,
+                "runs": runs}
 
     def to_json(self, path=None, *, indent=2) -> str:
         text = json.dumps(self.to_dict(), ensure_ascii=False, indent=indent, default=str)
@@ -229,7 +231,8 @@ def compare_trials(first, second) -> pd.DataFrame:
             "score_change": None if score_a is None or score_b is None else score_b - score_a,
             f"tokens_after_{first.trial}": a["tokens_after"] if a else None,
             f"tokens_after_{second.trial}": b["tokens_after"] if b else None,
-            "settings_changed": bool(a and b and (a["strategy"], a["arm_settings"]) != (b["strategy"], b["arm_settings"])),
+            "settings_changed": bool(a and b
+                                     and (a["strategy"], a["arm_settings"]) != (b["strategy"], b["arm_settings"])),
             "arm_cases": change.cases, "arm_change": change.difference,
             **dict(zip(("arm_change_low", "arm_change_high"), bounds(change.interval))), "arm_verdict": change.verdict,
         })

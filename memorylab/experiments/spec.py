@@ -347,32 +347,44 @@ def _arm(data, where, problems) -> Arm | None:
 
 def arm_setting_problems(strategy, settings) -> list[str]:
     """What is wrong with one arm's settings (every key present), as sentences; [] when nothing is."""
-    problems = []
-    for key, value in settings.items():
-        default = STRATEGY_DEFAULTS[strategy][key]
-        if key in ("template", "model", "handler"):
-            if value is not None and (not isinstance(value, str) or not value.strip()):
-                problems.append(f"{key} must be non-empty text, got {value!r}")
-        elif key == "completion":
-            if not isinstance(value, dict):
-                problems.append(f"completion must be a mapping of completion arguments, got {value!r}")
-            else:
-                problems += spec_call_problems({"model": settings["model"]}, value)
-        elif not ((value is None and default is None) or (is_integer(value) and value >= 0)):
-            problems.append(f"{key} must be a non-negative integer, got {value!r}")
-    if strategy == "window" and not problems and settings["max_length"] < 1:
-        problems.append("max_length must be at least 1 character")
-    if strategy == "window" and isinstance(settings["handler"], str):
-        from .strategies import WINDOW_HANDLERS
-
-        if settings["handler"] not in WINDOW_HANDLERS:
-            problems.append(f"handler {settings['handler']!r} is not registered; the registered ones are "
-                            f"{', '.join(WINDOW_HANDLERS)} (register_window_handler adds one)")
+    problems = [problem for key, value in settings.items()
+                for problem in _setting_problems(key, value, STRATEGY_DEFAULTS[strategy][key], settings)]
+    if strategy == "window":
+        problems += _window_problems(settings, check_length=not problems)
     if strategy == "summarize" and isinstance(settings["template"], str):
         try:
             check_summary_template(settings["template"])
         except InvalidInputError as error:
             problems.append(str(error))
+    return problems
+
+
+def _setting_problems(key, value, default, settings) -> list[str]:
+    """What is wrong with one setting on its own: text, completion arguments, or a non-negative integer."""
+    if key in ("template", "model", "handler"):
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            return [f"{key} must be non-empty text, got {value!r}"]
+        return []
+    if key == "completion":
+        if not isinstance(value, dict):
+            return [f"completion must be a mapping of completion arguments, got {value!r}"]
+        return spec_call_problems({"model": settings["model"]}, value)
+    if not ((value is None and default is None) or (is_integer(value) and value >= 0)):
+        return [f"{key} must be a non-negative integer, got {value!r}"]
+    return []
+
+
+def _window_problems(settings, *, check_length) -> list[str]:
+    """A window arm's length (compared only once every setting is valid) and its handler's registration."""
+    problems = []
+    if check_length and settings["max_length"] < 1:
+        problems.append("max_length must be at least 1 character")
+    if isinstance(settings["handler"], str):
+        from .strategies import WINDOW_HANDLERS
+
+        if settings["handler"] not in WINDOW_HANDLERS:
+            problems.append(f"handler {settings['handler']!r} is not registered; the registered ones are "
+                            f"{', '.join(WINDOW_HANDLERS)} (register_window_handler adds one)")
     return problems
 
 

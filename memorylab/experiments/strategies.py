@@ -1,9 +1,9 @@
 """What each arm's strategy makes of a branch: the context the model would see on its next turn.
 
 ``apply_arm(arm, history)`` is one arm on one case's branch: the stored messages as written, except for a
-``recorded`` arm, which is given the branch as the session reads it, with its overlays applied. It never writes to the store:
-a summary becomes a summary message in the returned context exactly as an accepted overlay would
-show on read, so probes are answered from what a real compaction would leave.
+``recorded`` arm, which is given the branch as the session reads it, with its overlays applied. It never
+writes to the store: a summary becomes a summary message in the returned context exactly as an accepted
+overlay would show on read, so probes are answered from what a real compaction would leave.
 """
 from __future__ import annotations
 

@@ -201,7 +201,8 @@ class _Transcript:
         if turn and response_id and turn.message["metadata"].get("response_id") == response_id:
             self._add_blocks(turn, content)
             metadata = turn.message["metadata"]
-            metadata.update({k: v for k, v in _metadata(entry).items() if k in ("usage", "anthropic_usage", "stop_reason")})
+            metadata.update({k: v for k, v in _metadata(entry).items()
+                             if k in ("usage", "anthropic_usage", "stop_reason")})
             metadata.setdefault("source_ids", [turn.id]).append(uuid)
             self.tails[uuid] = turn.id
             return
@@ -280,8 +281,9 @@ class _Transcript:
         if to_id not in self.roots:
             return False
         facts = boundary.get("compactMetadata") or {}
-        metadata = {"source_id": entry["uuid"], "boundary_id": boundary["uuid"], "created_at": boundary.get("timestamp"),
-                    "trigger": facts.get("trigger"), "pre_tokens": facts.get("preTokens")}
+        metadata = {"source_id": entry["uuid"], "boundary_id": boundary["uuid"],
+                    "created_at": boundary.get("timestamp"), "trigger": facts.get("trigger"),
+                    "pre_tokens": facts.get("preTokens")}
         summary = "\n".join(b.get("text") or "" for b in content if b.get("type") == "text")
         self.overlays.append(SourceOverlay(self.roots[to_id], to_id, summary,
                                            {k: v for k, v in metadata.items() if v is not None}, where))

@@ -143,7 +143,8 @@ class _LogsDatabase:
                         system = message["parts"][0]["text"]
                     last = message["id"]
                     yield SourceMessage(message, where=where)
-        if "threads" in self.tables and self.conn.execute("SELECT 1 FROM threads WHERE id = ?", (session_id,)).fetchone():
+        if "threads" in self.tables and self.conn.execute("SELECT 1 FROM threads WHERE id = ?",
+                                                          (session_id,)).fetchone():
             yield from self._thread_messages(session_id, after=last)
 
     def _response_messages(self, row, call_ids, system_in_effect):
@@ -200,8 +201,8 @@ class _LogsDatabase:
         ids = {}  # message hash -> memorylab id, for every message given so far
         call_ids = _CallIds()
         if after is not None:
-            first = self.conn.execute("SELECT id, parent_message_hash FROM turns WHERE thread_id = ? ORDER BY id LIMIT 1",
-                                      (root,)).fetchone()
+            first = self.conn.execute("SELECT id, parent_message_hash FROM turns WHERE thread_id = ? "
+                                      "ORDER BY id LIMIT 1", (root,)).fetchone()
             if first is not None:
                 rebuilt = self._history_before_input(first["parent_message_hash"], f"turns row {first['id']}")
                 if rebuilt is not None:
@@ -228,7 +229,8 @@ class _LogsDatabase:
                 yield self._stored_message(row, ids, call_ids, created_at, {"thread_id": thread["id"]})
 
     def _message_row(self, message_hash, where):
-        row = self.conn.execute("SELECT hash, parent_hash, role FROM messages WHERE hash = ?", (message_hash,)).fetchone()
+        row = self.conn.execute("SELECT hash, parent_hash, role FROM messages WHERE hash = ?",
+                                (message_hash,)).fetchone()
         if row is None:
             raise source_error(self.path, where, f"expected message {message_hash!r} in the messages table")
         return row
@@ -263,8 +265,8 @@ class _LogsDatabase:
         if row["role"] not in ("system", "user", "assistant", "tool"):
             raise source_error(self.path, where, f"expected role system, user, assistant or tool, got {row['role']!r}")
         parts = []
-        for part in self.conn.execute("SELECT id, type, text, payload FROM parts WHERE message_hash = ? ORDER BY position",
-                                      (row["hash"],)):
+        for part in self.conn.execute("SELECT id, type, text, payload FROM parts WHERE message_hash = ? "
+                                      "ORDER BY position", (row["hash"],)):
             converted = self._stored_part(part, call_ids)
             if converted is None:
                 continue
@@ -318,7 +320,8 @@ class _LogsDatabase:
                 continue
             found = self.conn.execute("SELECT content FROM fragments WHERE id = ?", (piece.get("fragment"),)).fetchone()
             if found is None:
-                raise source_error(self.path, where, f"expected fragment {piece.get('fragment')!r} in the fragments table")
+                raise source_error(self.path, where,
+                                   f"expected fragment {piece.get('fragment')!r} in the fragments table")
             text.append(found["content"])
         return "".join(text)
 

@@ -2,10 +2,11 @@
 
 One item is one message. The item itself rides along in ``metadata["openai_item"]`` (unless it is
 a bare role and text, which the parts give back as it was) so the SDK gets back exactly what it stored,
-for as long as the item stands for what the message shows (``kept_item``); the parts are what memorylab reads: text for search and token counts,
-and tool parts, so the lab pairs each call with its result and ``to_openai`` makes a chat request of
-them. Items of kinds memorylab has no part for (hosted tool calls, references, compactions) become
-assistant messages without parts: kept and given back, but empty to the lab and to ``to_openai``.
+for as long as the item stands for what the message shows (``kept_item``); the parts are what memorylab
+reads: text for search and token counts, and tool parts, so the lab pairs each call with its result and
+``to_openai`` makes a chat request of them. Items of kinds memorylab has no part for (hosted tool calls,
+references, compactions) become assistant messages without parts: kept and given back, but empty to the lab
+and to ``to_openai``.
 """
 from __future__ import annotations
 

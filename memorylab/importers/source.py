@@ -106,10 +106,10 @@ class SourceSession:
     """One conversation of the source.
 
     ``messages`` may be a generator (large sources stream); the writer reads all of one session's
-    messages before it asks for the next session, so sessions may share one cursor. ``overlays``, ``title`` and ``metadata``
-    are read only after every message was written, so a reader may fill them in while its messages
-    are consumed (one pass over the file). ``metadata`` is merged over the session's metadata on every
-    import; ``source_id`` is the conversation's id in the source and, unless ``session_id`` says
+    messages before it asks for the next session, so sessions may share one cursor. ``overlays``, ``title``
+    and ``metadata`` are read only after every message was written, so a reader may fill them in while its
+    messages are consumed (one pass over the file). ``metadata`` is merged over the session's metadata on
+    every import; ``source_id`` is the conversation's id in the source and, unless ``session_id`` says
     otherwise, its memorylab id.
 
     ``opening_span`` is how many of its first messages tell this conversation from another source's

@@ -11,6 +11,7 @@ import json
 import time
 import uuid
 from collections.abc import Generator
+from typing import TYPE_CHECKING
 
 from ..errors import DamagedRowError, InvalidInputError, ModelError, NotFoundError
 from ..history.tool_pairs import REJECTED_KINDS, lint_path, repair_path
@@ -22,6 +23,9 @@ from ..tokens import compact_json, estimate_message_tokens
 from ..validation import check_integer
 from .models import DEFAULT_LOCAL_MODEL, check_request, complete, redact_secrets, usage_and_cost
 from .prompt_cache import PROMPT_CACHE_KEY, RequestRecorder, request_fingerprint
+
+if TYPE_CHECKING:
+    from .replay import ReplayResult
 
 CHAT_ERRORS_KEY = "memorylab.chat_errors"
 MAX_ERROR_RECORDS = 20

@@ -246,7 +246,8 @@ class PromptCacheReport:
         for key in ("cost_cached", "cost_uncached"):
             costs = [row[key] for row in recorded]
             totals[key] = None if None in costs else sum(costs)
-        totals["cached_share"] = totals["cached_input_tokens"] / totals["input_tokens"] if totals["input_tokens"] else 0.0
+        totals["cached_share"] = (totals["cached_input_tokens"] / totals["input_tokens"]
+                                  if totals["input_tokens"] else 0.0)
         lost = {}
         for row in recorded:
             if row["lost_tokens"]:

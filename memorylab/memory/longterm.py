@@ -367,8 +367,9 @@ class LongTermMemory:
     """Durable memory records of one workspace, written after turns and recalled before them.
 
     ``extractor``, ``planner`` and ``reranker`` are callables taking one dict and returning one
-    dict, the three judgments this module leaves to a model; ``model`` builds litellm-backed ones for those not given. Without
-    either, extraction is off, the prompt is the query and nothing is reranked. Every call's
+    dict, the three judgments this module leaves to a model; ``model`` builds litellm-backed ones
+    for those not given. Without either, extraction is off, the prompt is the query and nothing is
+    reranked. Every call's
     diagnostics are ``last_diagnostics`` and the newest DIAGNOSTICS_LOG_SIZE are kept in
     ``diagnostics_log`` (on this object: they describe this process's runs, not the database).
     """
@@ -494,7 +495,8 @@ class LongTermMemory:
         diagnostics = self._begin("prepare_request", session_id, planner=_step_label(self.planner),
                                   reranker=_step_label(self.reranker), index=self._index_report())
         if self.settings["vector_index"]:
-            diagnostics["events"].append({"code": "memory_vector_unavailable", "backend": self.store.search_engine.name})
+            diagnostics["events"].append({"code": "memory_vector_unavailable",
+                                          "backend": self.store.search_engine.name})
         plan = diagnostics["plan"] = self._plan(session_id, prompt, diagnostics["events"])
         ranked, diagnostics["scopes"] = [], {}
         for scope in SCOPES:

@@ -13,12 +13,14 @@ def test_two_arms_on_a_branch_run_as_an_experiment_with_one_probe_per_fact(store
     session = Session.open(store, "long-migration-project", agent_id="project-assistant")
     leaf_id = session.get_latest_leaf_id()
     arms = [{"name": "A", "strategy": "none"},
-            {"name": "B", "strategy": "extractive", "protect_head": 1, "tail_token_budget": 100, "min_tail_messages": 1}]
+            {"name": "B", "strategy": "extractive", "protect_head": 1, "tail_token_budget": 100,
+             "min_tail_messages": 1}]
     spec = branch_ab_spec(session, leaf_id, arms, FACTS)
     results = Experiments(store).run(spec)
     assert results.trial == 1 and {run["arm"] for run in results.runs} == {"A", "B"}
     (case,) = Experiments(store).get("quick-ab-long-migration-project").cases
-    assert (case.session, case.agent, case.tenant, case.leaf) == (session.session_id, "project-assistant", "default", leaf_id)
+    assert (case.session, case.agent, case.tenant, case.leaf) == (session.session_id, "project-assistant", "default",
+                                                                  leaf_id)
     kept = {run["arm"]: {fact["fact"]: fact["kept"] for score in run["scores"] for fact in score["facts"]}
             for run in results.runs}
     assert kept["A"] == {"Priya Raman": True, "48 GB": True, "a fact no message states": False}

@@ -60,7 +60,8 @@ def test_eval_refuses_a_json_output_that_is_the_store_before_running_anything(la
     names = spellings(lab)
     before = lab.read_bytes()
     for name in names:
-        assert main(["--db", str(lab), "eval", "spec.yaml", "--with-samples", "--json", name]) == 2, name  # eval: 2 is any error but a low score
+        # eval: 2 is any error but a low score
+        assert main(["--db", str(lab), "eval", "spec.yaml", "--with-samples", "--json", name]) == 2, name
         error = capsys.readouterr().err
         assert error.startswith(f"memorylab: error: --json {name} is ") and "the store" in error, error
         assert lab.read_bytes() == before, name

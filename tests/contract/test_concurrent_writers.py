@@ -78,7 +78,8 @@ def test_two_trials_started_at_once_take_their_own_numbers_and_keep_every_run(st
 
 def blocked_behind(monitor, pid):
     """Whether a connection of the server waits on a lock that the connection ``pid`` holds."""
-    return monitor.fetch_one("SELECT COUNT(*) FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))", (pid,))[0] > 0
+    waiting = monitor.fetch_one("SELECT COUNT(*) FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))", (pid,))
+    return waiting[0] > 0
 
 
 def test_two_imports_of_one_file_at_once_write_it_once(store, store_target, backend, tmp_path):

@@ -117,7 +117,8 @@ def test_block_dicts_report_kind_and_budget(store, tmp_path):
                                    "max_tokens": None, "writable": False, "is_searchable": False,
                                    "is_skill": False, "kind": "readonly"}
     assert blocks["memory"]["writable"] and blocks["memory"]["max_tokens"] == 50
-    assert blocks["kb"]["is_searchable"] and blocks["kb"]["writable"] and blocks["kb"]["content"] == "0 entries indexed."
+    assert blocks["kb"]["is_searchable"] and blocks["kb"]["writable"]
+    assert blocks["kb"]["content"] == "0 entries indexed."
     assert blocks["skills"]["is_skill"] and blocks["skills"]["content"] == "- deploy: How to ship a release."
 
 

@@ -22,7 +22,8 @@ from memorylab.importers import ReadBudget, import_source
 from tests.helpers import ROOT, database_rows, text_message
 
 PATIENCE = 60
-FOREVER = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT 'trip' AS session_id, n AS created_at FROM r"
+FOREVER = ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "
+           "SELECT 'trip' AS session_id, n AS created_at FROM r")
 """Rows without end, none of them produced until the join is done (it never is)."""
 FILLING = ("WITH RECURSIVE r(n, pad) AS (SELECT 1, randomblob(200) UNION SELECT n + 1, randomblob(200) FROM r) "
            "SELECT 'trip' AS session_id, n AS created_at FROM r")

@@ -12,7 +12,7 @@ import pytest
 from memorylab import Session, Store
 from memorylab.cli import main
 from memorylab.errors import NotAStoreError
-from tests.contract.test_import_llm_logs import empty_logs, llm_user_dir, logs  # noqa: F401 (fixtures)
+from tests.contract.test_import_llm_logs import llm_user_dir, logs  # noqa: F401 (fixtures)
 from tests.contract.test_import_openai_agents import sdk_session
 from tests.helpers import text_message
 

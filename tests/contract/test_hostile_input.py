@@ -253,7 +253,8 @@ def test_sql_metacharacters_in_ids_names_and_keys_are_only_text(store):
         kv.set(hostile, {"i": i})
         register_agent(store, hostile, name=f"{hostile} name")
     # a memory key loses its surrounding spaces; a session id is kept as given
-    assert sorted(r["session_id"] for r in store.sessions.list(agent_id="sdr")) == sorted(h.strip() for h in HOSTILE_IDS)
+    stored_ids = sorted(r["session_id"] for r in store.sessions.list(agent_id="sdr"))
+    assert stored_ids == sorted(h.strip() for h in HOSTILE_IDS)
     for i, hostile in enumerate(HOSTILE_IDS):
         assert [m["id"] for m in Session.open(store, hostile, agent_id=hostile).get_history()] == [f"m{i}"]
         assert Memory(store, agent_id="sdr").get(key=hostile)["messages"][0]["parts"][0]["text"] == f"memory {i}"

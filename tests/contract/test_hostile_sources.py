@@ -13,12 +13,10 @@ import shutil
 import sqlite3
 
 import pytest
-import sqlite_utils
 from agents import SQLiteSession
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.sqlite import SqliteSaver
-from llm.migrations import migrate as migrate_llm_logs
 
 from memorylab import ImportFormatError, Store
 from memorylab.importers import import_source
@@ -106,14 +104,6 @@ def agents_sdk(path, sql, *params):
     with sqlite3.connect(path) as conn:
         conn.execute(sql, params)
     conn.close()
-    return path
-
-
-@pytest.fixture(scope="session")
-def empty_logs(tmp_path_factory):
-    """A logs.db with llm's tables, as llm migrates one (2.5 s): made once, then copied."""
-    path = tmp_path_factory.mktemp("llm") / "logs.db"
-    migrate_llm_logs(sqlite_utils.Database(path))
     return path
 
 

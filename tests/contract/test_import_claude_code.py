@@ -207,7 +207,8 @@ def test_a_transcript_cut_at_its_start_imports_what_it_holds(store, tmp_path):
 
 @pytest.mark.parametrize("line, problem", [
     ('{"type":"user","uuid":"7a1e0099-1c2d", "message": {"role": "us\n', "line 9: not valid JSON"),
-    ('{"type":"assistant","uuid":"7a1e0099-1c2d"}\n', "line 9: expected a 'uuid' and a 'message' object in this assistant entry"),
+    ('{"type":"assistant","uuid":"7a1e0099-1c2d"}\n',
+     "line 9: expected a 'uuid' and a 'message' object in this assistant entry"),
     ('["not", "an", "entry"]\n', r"line 9: expected a transcript entry \(a JSON object\), got list"),
     ('{"type":"user","uuid":"u9","parentUuid":null,"message":{"role":"user","content":7}}\n',
      "line 9: expected message.content to be a string or a list"),

@@ -12,7 +12,7 @@ from memorylab import ImportFormatError, Store
 from memorylab.check import check_database
 from memorylab.cli import main
 from memorylab.importers import detect_format, import_source
-from tests.contract.test_import_llm_logs import empty_logs, llm_user_dir, logs  # noqa: F401 (fixtures)
+from tests.contract.test_import_llm_logs import llm_user_dir, logs  # noqa: F401 (fixtures)
 from tests.contract.test_import_openai_agents import sdk_session
 from tests.helpers import count_rows, stored_bytes
 

@@ -50,7 +50,8 @@ def scripted_model(state):
                                        usage_metadata={"input_tokens": 30, "output_tokens": 6, "total_tokens": 36})]}
     reply = REPLIES[last.content]
     if isinstance(reply, dict):
-        return {"messages": [AIMessage("", tool_calls=[{"name": "weather", "args": reply["tool"], "id": "call_paris"}])]}
+        call = {"name": "weather", "args": reply["tool"], "id": "call_paris"}
+        return {"messages": [AIMessage("", tool_calls=[call])]}
     return {"messages": [AIMessage(reply, response_metadata={"model_name": "scripted-1"})]}
 
 
@@ -83,7 +84,8 @@ def checkpoints(tmp_path):
         history = list(graph.get_state_history(thread("weather")))
         end_of_first_turn = next(s for s in history if not s.next and len(s.values["messages"]) == 4)
         graph.invoke({"messages": [HumanMessage("Thanks!")]}, end_of_first_turn.config)
-        rome_asked = next(s for s in history if s.next == ("agent",) and s.values["messages"][-1].content == "And Rome?")
+        rome_asked = next(s for s in history
+                          if s.next == ("agent",) and s.values["messages"][-1].content == "And Rome?")
         rome = rome_asked.values["messages"][-1]
         edited = graph.update_state(rome_asked.config, {"messages": [HumanMessage("And Madrid?", id=rome.id)]})
         graph.invoke(None, edited)
@@ -231,7 +233,8 @@ def test_detection_knows_sqlitesaver_files_and_only_them(tmp_path, checkpoints):
 
 def test_a_messages_channel_kept_as_deltas_is_refused_by_name(store, tmp_path):
     class DeltaState(TypedDict):
-        messages: Annotated[list, DeltaChannel(lambda state, writes: [*(state or []), *(m for batch in writes for m in batch)])]
+        messages: Annotated[list, DeltaChannel(
+            lambda state, writes: [*(state or []), *(m for batch in writes for m in batch)])]
 
     builder = StateGraph(DeltaState)
     builder.add_node("agent", lambda state: {"messages": [AIMessage("Hello!")]})

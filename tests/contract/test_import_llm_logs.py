@@ -21,7 +21,6 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, MessagesState, StateGraph
 from llm.cli import load_conversation
 from llm.logs import LogStore
-from llm.migrations import migrate
 from llm.plugins import pm
 
 from memorylab import ImportFormatError, Session, Store, to_openai
@@ -69,14 +68,6 @@ def llm_user_dir(tmp_path, monkeypatch):
 def log(db, response):
     response.text()
     response.log_to_db(db)
-
-
-@pytest.fixture(scope="session")
-def empty_logs(tmp_path_factory):
-    """A logs.db with llm's tables, as its CLI migrates one before it logs: made once (2.5 s), then copied."""
-    path = tmp_path_factory.mktemp("llm") / "logs.db"
-    migrate(sqlite_utils.Database(path))
-    return path
 
 
 @pytest.fixture
@@ -135,9 +126,11 @@ def test_a_conversation_llm_036_logged_imports_in_order_with_its_tool_call_paire
     assert call["function"]["name"] == "clock" and call["id"].startswith("tc_")
     assert request[5] == {"role": "tool", "tool_call_id": call["id"], "content": "12:00 UTC"}
 
-    turns = source_rows(path, "SELECT id, tip_message_hash, input_tokens, output_tokens, datetime_utc FROM turns ORDER BY id")
+    turns = source_rows(path, "SELECT id, tip_message_hash, input_tokens, output_tokens, datetime_utc FROM turns "
+                              "ORDER BY id")
     assert len(turns) == 3
-    for (turn_id, tip, input_tokens, output_tokens, created), message in zip(turns, [history[2], history[4], history[6]]):
+    answers = [history[2], history[4], history[6]]
+    for (turn_id, tip, input_tokens, output_tokens, created), message in zip(turns, answers):
         assert message["id"] == tip and message["metadata"]["source_id"] == tip
         assert message["metadata"]["model"] == "canned" and message["metadata"]["turn_id"] == turn_id
         assert message["metadata"]["usage"] == {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
@@ -265,7 +258,8 @@ def test_a_forked_thread_becomes_a_branch_of_the_thread_it_came_from(store, logs
     ("legacy", "UPDATE tool_calls SET arguments = 'not json'", "tool_calls row 1"),
     ("legacy", "UPDATE responses SET datetime_utc = 'noon' WHERE prompt = 'And the weather?'", r"responses row \w+"),
 ])
-def test_a_damaged_row_is_refused_by_table_and_row_and_nothing_is_written(store, tmp_path, request, table, damage, where):
+def test_a_damaged_row_is_refused_by_table_and_row_and_nothing_is_written(store, tmp_path, request, table, damage,
+                                                                           where):
     path = request.getfixturevalue("logs")[0] if table == "current" else legacy(tmp_path, "llm-0.31.1.sql")
     conn = sqlite3.connect(path)
     conn.execute(damage)

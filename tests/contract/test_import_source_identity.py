@@ -16,7 +16,7 @@ from memorylab import ConflictError, Session, Store, write_export
 from memorylab.cli import main
 from memorylab.importers import import_source
 from tests.contract.test_import_langgraph import ask
-from tests.contract.test_import_llm_logs import CannedModel, empty_logs, llm_user_dir  # noqa: F401 (fixtures)
+from tests.contract.test_import_llm_logs import CannedModel, llm_user_dir  # noqa: F401 (llm_user_dir: a fixture)
 from tests.contract.test_import_openai_agents import sdk_session
 from tests.helpers import count_rows
 

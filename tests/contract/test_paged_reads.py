@@ -84,7 +84,8 @@ def test_iter_history_reads_the_latest_branch_by_default_and_nothing_of_an_empty
 
 def test_a_summary_keeps_the_pinned_message_and_its_tool_partner_after_it(tree):
     history = list(tree.iter_history("m39", page_size=2))
-    summary = next(m for m in history if m["id"].startswith("compaction_") and "kept_pinned" in m["metadata"]["compaction"])
+    summary = next(m for m in history
+                   if m["id"].startswith("compaction_") and "kept_pinned" in m["metadata"]["compaction"])
     assert set(summary["metadata"]["compaction"]["kept_pinned"]) >= {"m8", "m9"}  # m8 calls, m9 answers it
 
 

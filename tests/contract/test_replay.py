@@ -8,7 +8,7 @@ from memorylab import BranchComparison, ChatRunner, ReplayResult, Session, compa
 from memorylab.errors import InvalidInputError, ModelError, NotFoundError
 from memorylab.llm.chat import chat_errors
 from memorylab.llm.replay import ReplayJob, replays_of
-from tests.contract.test_chat import RecordingLongTerm, script, texts, tool_call  # noqa: F401 (script: a fixture)
+from tests.contract.test_chat import RecordingLongTerm, texts, tool_call
 
 QUESTIONS = ("Hi, I'm Ana.", "What do I drink?", "Thanks, bye.")
 

@@ -57,7 +57,8 @@ def tool_result(message_id, call_id):
 def fill(session):
     """m0 .. m5 on one branch, then b4 forking from m3: two leaves, m5 and b4 (the newest)."""
     for i in range(6):
-        session.append_message(text_message(f"m{i}", f"message {i} about the ferry", "user" if i % 2 == 0 else "assistant"))
+        role = "user" if i % 2 == 0 else "assistant"
+        session.append_message(text_message(f"m{i}", f"message {i} about the ferry", role))
     session.append_message(text_message("b4", "another answer"), parent_id="m3")
 
 
@@ -78,7 +79,8 @@ def test_append_branch_and_read(session):
     assert ids(session.get_branches("m3")) == ["m4", "b4"] and ids(session.get_branches(None)) == ["m0"]
     assert ids(session.get_leaves()) == ["b4", "m5"]
     assert session.get_child_counts() == {"m0": 1, "m1": 1, "m2": 1, "m3": 2, "m4": 1}
-    assert session.get_leaf_for("m4") == "m5" and session.get_leaf_for("m1") == "b4" and session.get_leaf_for("x") is None
+    assert session.get_leaf_for("m4") == "m5" and session.get_leaf_for("m1") == "b4"
+    assert session.get_leaf_for("x") is None
     assert session.get_path_length() == 5 and session.get_path_length("m5") == 6
     assert ids(session.get_all_messages()) == ["m0", "m1", "m2", "m3", "m4", "m5", "b4"]
     assert session.stats()["branches"] == 2 and session.stats()["messages"] == 7

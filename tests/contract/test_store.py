@@ -85,7 +85,8 @@ def test_sessions_are_searched_by_id_or_title_and_paged_in_sql(store):
     newest_first = [f"chat-{number:02d}" for number in reversed(range(12))]
     assert [r["session_id"] for r in store.sessions.list(limit=5)] == newest_first[:5]
     assert [r["session_id"] for r in store.sessions.list(limit=5, offset=10)] == newest_first[10:]
-    assert [r["session_id"] for r in store.sessions.list(search="ORDER_")] == ["chat-09", "chat-06", "chat-03", "chat-00"]
+    assert ([r["session_id"] for r in store.sessions.list(search="ORDER_")]
+            == ["chat-09", "chat-06", "chat-03", "chat-00"])
     assert [r["session_id"] for r in store.sessions.list(search="100%", limit=2)] == ["chat-09", "chat-06"]
     assert store.sessions.count(search="100%") == 4 and store.sessions.count(search="Order%") == 0
     assert [r["session_id"] for r in store.sessions.list(search="chat-1")] == ["chat-11", "chat-10"]

@@ -57,8 +57,8 @@ def found(session):
 
 
 def test_calls_answered_inline_in_tool_messages_in_parallel_or_still_waiting_are_clean(session):
-    grow(session, user("u1"), answered("a1", "c1"), calls("a2", "c2", "c3", text="two reads"), results("t2", "c3", "c2"),
-         reply("a3"), user("u2"), calls("a4", "c4"), calls("a5", "c5"), results("t4", "c4"))
+    grow(session, user("u1"), answered("a1", "c1"), calls("a2", "c2", "c3", text="two reads"),
+         results("t2", "c3", "c2"), reply("a3"), user("u2"), calls("a4", "c4"), calls("a5", "c5"), results("t4", "c4"))
     assert found(session) == []  # c5 has no result yet, but only tool traffic follows it: the round goes on
     grow(session, calls("w1", "c9"), parent="a3")  # a branch ending in a call: waiting, not orphaned
     assert found(session) == []

@@ -123,7 +123,8 @@ def test_a_long_sessions_overlays_are_audited_when_asked(sample_lab_db):
 
 def test_the_proposed_summary_is_audited_before_it_is_accepted(sample_lab_db):
     ref = ("default", "project-assistant", "long-migration-project")
-    app = run("app_pages/compaction_lab.py", session_ref=ref, completion_kwargs={"mock_response": "## Topic\nMigration."})
+    app = run("app_pages/compaction_lab.py", session_ref=ref,
+              completion_kwargs={"mock_response": "## Topic\nMigration."})
     [b for b in app.button if b.label == "Run the summarizer"][0].click().run()
     assert not app.exception, [e.message for e in app.exception]
     assert "#### What this summary would drop" in headings(app)

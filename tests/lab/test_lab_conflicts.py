@@ -199,7 +199,8 @@ def test_a_stale_record_edit_is_refused_and_reloads(lab_db):
     second.text_input(key="ltm_summary").set_value("B: prefers phone")
     click(second, "Save changes")
     with Store(lab_db) as store:
-        assert LongTermMemory(store, workspace=LONGTERM_WORKSPACE).get_record(record_id)["summary"] == "A: prefers email"
+        stored = LongTermMemory(store, workspace=LONGTERM_WORKSPACE).get_record(record_id)
+        assert stored["summary"] == "A: prefers email"
     assert "-summary: A: prefers email\n+summary: B: prefers phone" in conflict_diff(second)
     click(second, "Reload: take the stored one")
     assert second.text_input(key="ltm_summary").value == "A: prefers email"
@@ -269,4 +270,5 @@ def test_a_status_set_since_the_row_was_loaded_is_not_reverted(lab_db):
     assert loaded != "won"
     click(second, "Set status")  # a second click replaces the status it was shown, on purpose
     with Store(lab_db) as store:
-        assert Memory(store, agent_id="sales-assistant", memory_key=key).get()["metadata"]["status"] == "qualified-again"
+        stored = Memory(store, agent_id="sales-assistant", memory_key=key).get()
+        assert stored["metadata"]["status"] == "qualified-again"

@@ -400,7 +400,8 @@ def test_pages_hold_no_bare_strings_streamlit_would_draw(name):
     shows on the page as text. A page says what it is and what state it keeps in comments."""
     body = ast.parse((ROOT / "app_pages" / name).read_text()).body
     drawn = [node.lineno for node in body
-             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)]
+             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+             and isinstance(node.value.value, str)]
     assert drawn == [], f"{name}: bare strings at lines {drawn}"
     assert (ROOT / "app_pages" / name).read_text().startswith("# "), f"{name} does not open with its comment"
 

@@ -20,7 +20,8 @@ def write_conversations(path, conversations, messages_each, text_chars):
     filler = "The order 4471 ships to Lisbon on 2026-12-01; the customer prefers email. " * (text_chars // 74 + 1)
     with open(path, "w", encoding="utf-8") as file:
         for number in range(conversations):
-            messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"{number}.{i} {filler[:text_chars]}"}
+            messages = [{"role": "user" if i % 2 == 0 else "assistant",
+                         "content": f"{number}.{i} {filler[:text_chars]}"}
                         for i in range(messages_each)]
             file.write(json.dumps({"id": f"c{number}", "messages": messages}) + "\n")
 

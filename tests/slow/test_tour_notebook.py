@@ -38,4 +38,5 @@ def test_the_tour_runs_top_to_bottom_offline():
     assert TableCells(html_of(notebook, "experiment-spec")).rows[0] == ["arm", "strategy", "settings"]
     leaderboard = TableCells(html_of(notebook, "experiment-results")).rows
     assert leaderboard[1][:3] == ["full-history", "none", "1.00"] and len(leaderboard) == 5
-    assert any("application/vnd.plotly.v1+json" in o.get("data", {}) for o in tagged_outputs(notebook, "experiment-pareto"))
+    pareto = tagged_outputs(notebook, "experiment-pareto")
+    assert any("application/vnd.plotly.v1+json" in o.get("data", {}) for o in pareto)

@@ -133,7 +133,8 @@ def test_a_fact_of_only_stopwords_or_punctuation():
 
 
 def test_fact_survival_keeps_its_shape_and_skips_blank_facts():
-    survival = fact_survival("The orders table is 48 GB; 2.3M customers.", ["the orders table is 48 GB", " ", "72 hours"])
+    survival = fact_survival("The orders table is 48 GB; 2.3M customers.",
+                             ["the orders table is 48 GB", " ", "72 hours"])
     assert survival == [
         {"fact": "the orders table is 48 GB", "kept": True, "missing": []},
         {"fact": "72 hours", "kept": False, "missing": ["72 hours"]},

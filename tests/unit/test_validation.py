@@ -15,8 +15,9 @@ from memorylab.validation import (
 
 
 @pytest.mark.parametrize("value, integer, number", [
-    (0, True, True), (-3, True, True), (10**400, True, True), (1.5, False, True), (True, False, False),
-    (False, False, False), (math.nan, False, False), (math.inf, False, False), ("3", False, False), (None, False, False),
+    (0, True, True), (-3, True, True), (10**400, True, True), (1.5, False, True),
+    (True, False, False), (False, False, False), (math.nan, False, False), (math.inf, False, False),
+    ("3", False, False), (None, False, False),
 ])
 def test_a_bool_is_never_a_count_and_nan_is_never_a_number(value, integer, number):
     assert is_integer(value) is integer and is_number(value) is number
