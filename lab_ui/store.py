@@ -2,18 +2,17 @@
 
 ``st.session_state["database"]`` is the target picked in the sidebar (see ``sidebar``).
 """
-import os
-
 import streamlit as st
 
 from memorylab import Session, Store, load_samples
 from memorylab.samples import with_sample_context
-from memorylab.store import is_postgres_url
+from memorylab.store import default_database, is_postgres_url
 
 
 def database_target():
-    """The database the lab shows: the one opened in the sidebar, else ``$MEMORYLAB_DB``, else ``lab.db``."""
-    return st.session_state.get("database") or os.environ.get("MEMORYLAB_DB", "lab.db")
+    """The database the lab shows: the one opened in the sidebar, else the command line's default
+    (``$MEMORYLAB_DB``, else ``lab.db``)."""
+    return st.session_state.get("database") or default_database()
 
 
 def open_store():
