@@ -5,7 +5,7 @@
 import streamlit as st
 
 from memorylab import Session, Store, load_samples
-from memorylab.samples import with_sample_context
+from memorylab.session_context import with_session_context
 from memorylab.store import default_database, is_postgres_url
 
 
@@ -29,8 +29,9 @@ def cached_store(target):
     return store
 
 
-def lab_session(store, ref):
-    """The selected session with the demo's context blocks and a persisted frozen prompt."""
+def lab_session(store, ref, lab_context=None):
+    """The selected session with its own context (plus the lab's sample blocks when ``lab_context``;
+    default: a sample session's) and a persisted frozen prompt."""
     tenant_id, agent_id, session_id = ref
     session = Session.open(store, session_id, tenant_id=tenant_id, agent_id=agent_id)
-    return with_sample_context(session).with_frozen_prompt_store()
+    return with_session_context(session, lab_context=lab_context)
