@@ -3,9 +3,10 @@
 A session's own context is what it holds: the blocks stored in its row (an export's
 ``context_blocks``, or what a chat wrote there) and the system messages of its history; no other
 system prompt, no tools but the ones its own blocks make, no long-term memory. An imported session
-recorded no more than that. A sample session (one of ``sample_data/sessions`` as ``load_samples``
-stores it) is the exception: the sample data's blocks (``with_sample_context``) are its own. Any
-session can be given the sample data's blocks deliberately (``lab_context=True``).
+recorded no more than that. A sample session (one of ``sample_data/sessions``, or of the memory
+samples, as ``load_samples`` stores them) is the exception: the sample data's blocks
+(``with_sample_context``) are its own. Any session can be given the sample data's blocks
+deliberately (``lab_context=True``).
 """
 import json
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from functools import lru_cache
 from .context.providers import FileProvider, SessionBlockProvider, SkillDirectoryProvider, SqliteSearchProvider
 from .history.budget import split_rendered_prompt
 from .history.session import Session
-from .samples import SAMPLE_CONTEXT_LABELS, SAMPLE_DIR, sample_files, with_sample_context
+from .samples import MEMORIES_PATH, SAMPLE_CONTEXT_LABELS, SAMPLE_DIR, sample_files, with_sample_context
 
 SAMPLE, IMPORTED, RECORDED = "sample", "imported", "recorded"
 
@@ -34,11 +35,14 @@ class SessionOrigin:
 
 @lru_cache(maxsize=1)
 def _sample_sessions() -> dict:
-    """{(agent id, session id): file name} of the sample conversations, read once."""
+    """{(agent id, session id): the sample file it comes from} of the sample conversations and the
+    memory-manager samples, read once."""
     found = {}
     for path in sample_files():
         header = json.loads(path.read_text(encoding="utf-8"))["session"]
-        found[(header["agent_id"], header["id"])] = path.name
+        found[(header["agent_id"], header["id"])] = f"sample_data/sessions/{path.name}"
+    for memory in json.loads(MEMORIES_PATH.read_text(encoding="utf-8"))["memories"]:
+        found[(memory["agent_id"], memory["key"])] = "sample_data/memories.json"
     return found
 
 
@@ -46,7 +50,7 @@ def session_origin(info) -> SessionOrigin:
     """The origin of a session from its ``info`` (or a ``store.sessions.list`` row): its ids and metadata."""
     sample = _sample_sessions().get((info["agent_id"], info["session_id"]))
     if sample and info["tenant_id"] == "default":
-        return SessionOrigin(SAMPLE, f"one of the sample conversations (sample_data/sessions/{sample})")
+        return SessionOrigin(SAMPLE, f"one of the sample conversations ({sample})")
     source = (info.get("metadata") or {}).get("source")
     if isinstance(source, dict) and source.get("format"):
         return SessionOrigin(IMPORTED, f"imported from {_format_label(source['format'])}"

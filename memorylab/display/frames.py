@@ -27,6 +27,8 @@ RECORD_COLUMNS = ["id", "scope", "session_id", "summary", "body", "tags", "impor
                   "updated_at"]
 MEMORY_COLUMNS = ["id", "entity_type", "entity_value", "status", "updated_at", "message_count", "last_role",
                   "last_message", "summary"]
+OVERLAY_COLUMNS = ["overlay", "from_id", "to_id", "state", "summary_tokens", "tokens_before", "tokens_after", "kept",
+                   "lost", "created_at", "removed_at", "other metadata"]
 AUDIT_COLUMNS = ["session_id", "overlay_id", "retained", "lost", "kept", "span_messages", "span_tokens",
                  "summary_tokens"]
 
@@ -146,3 +148,31 @@ def audit_table(audits) -> pd.DataFrame:
              "span_tokens": audit.span_tokens, "summary_tokens": audit.summary_tokens}
             for audit in worst_first(audits)]
     return pd.DataFrame(rows, columns=AUDIT_COLUMNS)
+
+
+def overlay_table(overlays, *, shown=frozenset(), audits=None) -> pd.DataFrame:
+    """One row per overlay (``OVERLAY_COLUMNS``), its metadata spread over columns: whether it shows on
+    the branch (``shown``: ids), or was removed (a ``removed_compactions`` record), its summary's
+    tokens, the plan's tokens before and after, and its ``audits`` (``{overlay id: CompactionAudit}``)
+    kept and lost artifacts."""
+    import pandas as pd
+
+    from ..tokens import estimate_string_tokens
+
+    def row(overlay):
+        metadata = dict(overlay.get("metadata") or {})
+        audit = (audits or {}).get(overlay["id"]) if "removed_at" not in overlay else None
+        state = "removed" if "removed_at" in overlay else (
+            "on this branch" if overlay["id"] in shown else "superseded or on another branch")
+        return {"overlay": overlay["id"], "from_id": overlay["from_id"], "to_id": overlay["to_id"], "state": state,
+                "summary_tokens": estimate_string_tokens(overlay["summary"]),
+                "tokens_before": metadata.pop("tokens_before", None),
+                "tokens_after": metadata.pop("tokens_after", None),
+                "kept": len(audit.kept) if audit else None, "lost": len(audit.lost) if audit else None,
+                "created_at": overlay.get("created_at"), "removed_at": overlay.get("removed_at"),
+                "other metadata": "; ".join(f"{key}: {value}" for key, value in metadata.items())}
+
+    frame = pd.DataFrame([row(overlay) for overlay in overlays], columns=OVERLAY_COLUMNS)
+    for column in ("created_at", "removed_at"):
+        frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
+    return frame

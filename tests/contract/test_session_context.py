@@ -52,6 +52,8 @@ def test_a_sample_session_runs_with_the_sample_data_as_its_own_context(store):
     load_samples(store)
     sample = Session.open(store, "support-order-4471", agent_id="support-bot")
     assert session_origin(sample.info).kind == SAMPLE
+    memory_sample = Session.open(store, "id:lead-7731", agent_id="sales-assistant")  # a memory-manager sample
+    assert session_origin(memory_sample.info).description.endswith("(sample_data/memories.json)")
     session = with_session_context(sample)
     assert [c.label for c in session.context.configs] == list(SAMPLE_CONTEXT_LABELS)
     assert SOUL in build_request(session)["messages"][0]["content"]
