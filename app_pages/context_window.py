@@ -64,7 +64,8 @@ def render_request(context_limit, threshold, keep_recent):
     table = pd.DataFrame(rows, columns=["part", "item", "source", "tokens"])
     table["share"] = table["tokens"] / max(total, 1)
     st.dataframe(table, hide_index=True, width="stretch",
-                 column_config={"share": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1)})
+                 column_config={"share": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1),
+                                "source": st.column_config.TextColumn(width="large")})
     return total
 
 

@@ -89,8 +89,8 @@ def render_guardrails(audit, warnings):
     columns[1].metric("Proposed summary", f"{audit.summary_tokens:,} tokens",
                       delta=f"{audit.summary_tokens - audit.span_tokens:+,} tokens", delta_color="inverse")
     whole = len(audit.kept) + len(audit.lost)
-    columns[2].metric("Artifacts kept", f"{len(audit.kept)} of {whole}" if whole else "none stated",
-                      delta=f"{len(audit.kept) / whole:.0%}" if whole else None, delta_color="off",
+    columns[2].metric("Artifacts kept", f"{len(audit.kept)} of {whole} ({len(audit.kept) / whole:.0%})" if whole
+                      else "none stated",
                       help="Paths, commands, URLs, ids, numbers, dates, versions, errors and decisions the span "
                            "states that the summary, a pin, the head or the tail still holds")
     for warning in warnings:

@@ -6,7 +6,6 @@ State: ``lab_context_<tenant>/<agent>/<session>``, one switch per session.
 """
 import streamlit as st
 
-from memorylab import NotFoundError
 from memorylab.samples import LONGTERM_WORKSPACE
 from memorylab.session_context import session_origin
 
@@ -17,12 +16,12 @@ def _key(ref):
     return "lab_context_" + "/".join(ref)
 
 
-def lab_context_switch(store, ref) -> bool:
+def lab_context_switch(store, ref) -> bool | None:
     """The switch for session ``ref``, drawn in the sidebar; returns whether the lab's sample context
-    is attached. NotFoundError when the session is gone."""
-    row = session_row(store, ref)
+    is attached (None, drawing nothing, when there is no session or it is gone)."""
+    row = session_row(store, ref) if ref is not None else None
     if row is None:
-        raise NotFoundError(f"no session {ref[2]!r} for agent {ref[1]!r} (tenant {ref[0]!r})")
+        return None
     origin = session_origin(row)
     st.session_state.setdefault(_key(ref), origin.is_sample)
     attached = st.sidebar.toggle(

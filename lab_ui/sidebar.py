@@ -125,11 +125,12 @@ def setup_page(title, *, wide=True):
     st.sidebar.caption(f"Database `{store.path}`")
     _database_picker(store)
     ref = _session_picker(store)
+    lab_context = lab_context_switch(store, ref)
     model_picker()
     if ref is None:
         return store, None
     try:
-        return store, lab_session(store, ref, lab_context_switch(store, ref))
+        return store, lab_session(store, ref, lab_context)
     except NotFoundError:  # deleted between the picker's read and this one
         session_gone(ref, store.sessions.list(limit=PICKER_SIZE))
 

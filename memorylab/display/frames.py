@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..history.compaction import CompactionPlan
-from ..history.overlays import is_summary_message
+from ..history.overlays import is_summary_message, summary_message
 from ..memory.kv import MAX_PAGE_SIZE, KVStore
 from ..memory.longterm import LongTermMemory
 from ..messages import is_tool_part, message_text
@@ -153,11 +153,10 @@ def audit_table(audits) -> pd.DataFrame:
 def overlay_table(overlays, *, shown=frozenset(), audits=None) -> pd.DataFrame:
     """One row per overlay (``OVERLAY_COLUMNS``), its metadata spread over columns: whether it shows on
     the branch (``shown``: ids), or was removed (a ``removed_compactions`` record), its summary's
-    tokens, the plan's tokens before and after, and its ``audits`` (``{overlay id: CompactionAudit}``)
-    kept and lost artifacts."""
+    tokens as the request reads it, the plan's tokens before and after, and the kept and lost
+    artifacts of its audit (``audits``: ``{overlay id: CompactionAudit}``). A column empty in every row
+    is left out."""
     import pandas as pd
-
-    from ..tokens import estimate_string_tokens
 
     def row(overlay):
         metadata = dict(overlay.get("metadata") or {})
@@ -165,14 +164,14 @@ def overlay_table(overlays, *, shown=frozenset(), audits=None) -> pd.DataFrame:
         state = "removed" if "removed_at" in overlay else (
             "on this branch" if overlay["id"] in shown else "superseded or on another branch")
         return {"overlay": overlay["id"], "from_id": overlay["from_id"], "to_id": overlay["to_id"], "state": state,
-                "summary_tokens": estimate_string_tokens(overlay["summary"]),
+                "summary_tokens": summary_message(overlay, [])["tokens"],
                 "tokens_before": metadata.pop("tokens_before", None),
                 "tokens_after": metadata.pop("tokens_after", None),
                 "kept": len(audit.kept) if audit else None, "lost": len(audit.lost) if audit else None,
                 "created_at": overlay.get("created_at"), "removed_at": overlay.get("removed_at"),
-                "other metadata": "; ".join(f"{key}: {value}" for key, value in metadata.items())}
+                "other metadata": "; ".join(f"{key}: {value}" for key, value in metadata.items()) or None}
 
     frame = pd.DataFrame([row(overlay) for overlay in overlays], columns=OVERLAY_COLUMNS)
     for column in ("created_at", "removed_at"):
         frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
-    return frame
+    return frame.dropna(axis="columns", how="all")
