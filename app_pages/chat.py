@@ -11,6 +11,7 @@ import streamlit as st
 from lab_ui.chat_messages import branch_switcher, render_parts, sibling_ids
 from lab_ui.models import completion_settings
 from lab_ui.selection import active_leaf, branch_history, branch_key, select_leaf
+from lab_ui.session_context import lab_context_attached
 from lab_ui.sidebar import setup_page
 from memorylab import MemoryLabError
 from memorylab.history.overlays import is_summary_message
@@ -30,20 +31,29 @@ SHOWN_MESSAGES = 50  # a branch's newest messages drawn at first; earlier ones l
 
 
 def chat_runner(model):
-    """The toggles for long-term memory, and the runner they make; returns (runner, long-term memory)."""
+    """The toggles for long-term memory (the lab's, so only with its sample context attached), and the
+    runner they make; returns (runner, long-term memory)."""
+    if not lab_context_attached(session):
+        st.caption(f"Long-term memory: none recorded for this session. The lab's workspace `{LONGTERM_WORKSPACE}` "
+                   "comes with the lab's sample context (the switch in the sidebar).")
+    try:
+        long_term = long_term_memory(model) if lab_context_attached(session) else None
+        return ChatRunner(session, model=model, long_term=long_term, **completion_settings()), long_term
+    except MemoryLabError as error:
+        st.error(f"Cannot chat with these settings: {error}")
+        st.stop()
+
+
+def long_term_memory(model):
+    """The lab workspace's long-term memory as its toggles set it, or None."""
     use_long_term = st.toggle(f"Long-term memory (workspace `{LONGTERM_WORKSPACE}`)", value=True, key="chat_ltm",
                               help="Recall records before each turn; store what the model extracts after it.")
     model_steps = st.toggle("Extract, plan and rerank with the model", value=False, key="chat_ltm_model",
                             disabled=not use_long_term,
                             help="Off: recall by keywords only and extract nothing (fast, deterministic). "
                                  "The embedded model is too weak for these steps.")
-    try:
-        long_term = LongTermMemory(store, workspace=LONGTERM_WORKSPACE, model=model if model_steps else None,
-                                   settings={"model_kwargs": completion_settings()}) if use_long_term else None
-        return ChatRunner(session, model=model, long_term=long_term, **completion_settings()), long_term
-    except MemoryLabError as error:
-        st.error(f"Cannot chat with these settings: {error}")
-        st.stop()
+    return LongTermMemory(store, workspace=LONGTERM_WORKSPACE, model=model if model_steps else None,
+                          settings={"model_kwargs": completion_settings()}) if use_long_term else None
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -167,7 +177,8 @@ def render_what_the_model_sees(history):
     and the model's errors."""
     frozen = session.freeze_system_prompt()
     with st.expander(f"Frozen system prompt ({len(frozen):,} characters)"):
-        st.code(frozen or "(no context blocks)", language=None, wrap_lines=True)
+        st.code(frozen or "(none: no context blocks; the session's own system messages, if any, are in its history)",
+                language=None, wrap_lines=True)
     estimate = session.estimate_context_tokens(leaf_id, history=history)
     threshold = st.number_input("Compaction threshold (tokens)", 100, 1_000_000, 6000, step=500, key="chat_threshold")
     st.progress(min(estimate / threshold, 1.0),

@@ -4,7 +4,8 @@
 # State: the plan settings' widgets (``main_…``, ``A_…``, ``B_…``, see lab_ui/compaction_plans.py),
 # ``main_template`` and ``main_model``; ``proposal`` (the summary under review, see
 # lab_ui/compaction_review.py); ``ab_results`` (see lab_ui/compaction_ab.py);
-# ``lab_audit_overlays:<session>`` (a long session's overlays audited on request).
+# ``lab_audit_overlays:<session>`` (a long session's overlays audited on request); Accept and Undo ask
+# first (lab_ui/confirmations.py).
 import pandas as pd
 import streamlit as st
 
@@ -12,8 +13,11 @@ from lab_ui.audit_panel import dropped_panel, session_audits
 from lab_ui.compaction_ab import arm_column, comparison_results, facts_to_keep, run_comparison
 from lab_ui.compaction_plans import plan_or_error, seed_lab, setting_controls, shortened_messages, stored_sizes
 from lab_ui.compaction_review import render_plan, review_proposal, run_summarizer
+from lab_ui.confirmations import ask_first
 from lab_ui.selection import active_leaf, branch_history, branch_key
 from lab_ui.sidebar import session_page
+from memorylab import MemoryLabError
+from memorylab.display.frames import overlay_table
 from memorylab.history.compaction import DEFAULT_SUMMARY_TEMPLATE
 from memorylab.history.overlays import shown_overlay_ids
 
@@ -79,12 +83,11 @@ def overlay_audits(overlays):
 
 
 def render_overlay(overlay, shown, audit):
-    """One stored overlay: its span and summary, what the summary dropped (folded), and Undo."""
+    """One stored overlay: its span and summary, what the summary dropped (folded), and Undo (asked first)."""
     with st.container(border=True):
         head, action = st.columns([5, 1])
         state = "visible on this branch" if overlay["id"] in shown else "superseded or on another branch"
         head.markdown(f"**Overlay {overlay['id']}** · `{overlay['from_id']}` … `{overlay['to_id']}` · {state}")
-        head.caption(f"{overlay['created_at']} · {overlay['metadata']}")
         head.code(overlay["summary"], language=None, wrap_lines=True)
         if audit is not None:
             whole = len(audit.kept) + len(audit.lost)
@@ -92,9 +95,35 @@ def render_overlay(overlay, shown, audit):
             with head.expander(f"What this summary dropped: {lost}" if whole else
                                "What this summary dropped: its span states no artifact"):
                 dropped_panel(audit, session, f"overlay_lost_{audit.overlay_id}", heading=None)
-        if action.button("Undo", key=f"undo_{overlay['id']}", help="Remove the overlay; the originals show again."):
+
+        def undo():
             session.remove_compaction(overlay["id"])
             st.rerun()
+
+        ask_first(action, "Undo", key=f"undo_{overlay['id']}", help="Remove the overlay; the originals show again.",
+                  title=f"Undo summary {overlay['id']}?", confirm="Yes, remove it", action=undo,
+                  body=lambda: st.markdown(
+                      f"The messages `{overlay['from_id']}` … `{overlay['to_id']}` are read whole again instead of "
+                      "this summary. The summary is kept under **Removed summaries** below, where **Restore** "
+                      "brings it back over the same messages."))
+
+
+def render_removed(removed):
+    """The summaries an Undo removed, as a table, each with Restore."""
+    st.markdown("#### Removed summaries")
+    st.caption("Undone summaries, newest first (the newest 20 are kept). Restore adds one back over its messages.")
+    st.dataframe(overlay_table(removed), hide_index=True, width="stretch")
+    for number, record in enumerate(removed):
+        text, button = st.columns([5, 1], vertical_alignment="center")
+        text.text(f"Summary {record['id']} ({record['from_id']} … {record['to_id']}): "
+                  + " ".join(record["summary"].split())[:160])
+        if button.button("Restore", key=f"restore_{number}", help="Add this summary back over its messages"):
+            try:
+                session.restore_compaction(record["id"])
+            except MemoryLabError as error:
+                st.error(f"Cannot restore it: {error}")
+            else:
+                st.rerun()
 
 
 def render_overlays(history):
@@ -103,8 +132,14 @@ def render_overlays(history):
         st.info("No overlays on this session yet.")
     audits = overlay_audits(overlays)
     shown = shown_overlay_ids(history)
+    if overlays:
+        st.dataframe(overlay_table(list(reversed(overlays)), shown=shown, audits=audits), hide_index=True,
+                     width="stretch")
     for overlay in reversed(overlays):
         render_overlay(overlay, shown, audits.get(overlay["id"]))
+    removed = session.removed_compactions()
+    if removed:
+        render_removed(removed)
 
 
 def render_micro(branch, history):

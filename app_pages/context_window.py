@@ -2,16 +2,21 @@
 # block, the tool schemas, compaction summaries and the messages after micro-compaction), the estimate
 # against the model's tokenizer, and the prompt cache turn by turn.
 #
+# Each row says where it comes from: the session's own blocks and messages, or the lab's sample context
+# when the sidebar's switch attaches it (lab_ui/session_context.py).
+#
 # State: none of its own beyond its widgets; the branch is the selected one (lab_ui/selection.py).
 import pandas as pd
 import streamlit as st
 
 from lab_ui.selection import active_leaf, branch_history, branch_key
+from lab_ui.session_context import lab_context_attached
 from lab_ui.sidebar import session_page
 from memorylab.display.viz import context_window_figure, prompt_cache_figure
 from memorylab.history.budget import HistoryBudget, prompt_and_tool_rows
 from memorylab.llm.models import KEYED_PROVIDERS
 from memorylab.llm.prompt_cache import dollars, prompt_cache_report
+from memorylab.session_context import request_sources
 
 OWN_MODEL = "each turn's own model"
 
@@ -43,7 +48,8 @@ def render_settings():
 def render_request(context_limit, threshold, keep_recent):
     """The request's parts as a chart, its totals against the limits, and its table; returns its total."""
     budget = history_budget(branch_key(session, leaf_id), session, leaf_id)
-    rows = prompt_and_tool_rows(session) + budget.rows(int(keep_recent))
+    rows = request_sources(session, prompt_and_tool_rows(session) + budget.rows(int(keep_recent)),
+                           lab_context=lab_context_attached(session))
     total = sum(r["tokens"] for r in rows)
     figure = context_window_figure(rows, context_limit=int(context_limit), threshold=int(threshold))
     st.plotly_chart(figure, width="stretch", config={"displaylogo": False})
@@ -55,10 +61,11 @@ def render_request(context_limit, threshold, keep_recent):
     status[2].metric("Against the threshold", f"{over:+,} tokens", delta="would compact" if over > 0 else "below",
                      delta_color="inverse" if over > 0 else "normal")
 
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame(rows, columns=["part", "item", "source", "tokens"])
     table["share"] = table["tokens"] / max(total, 1)
     st.dataframe(table, hide_index=True, width="stretch",
-                 column_config={"share": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1)})
+                 column_config={"share": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1),
+                                "source": st.column_config.TextColumn(width="large")})
     return total
 
 

@@ -2,14 +2,17 @@
 
 State: ``proposal`` (the summary proposed for review: its text, the leaf, settings and template it
 was made with, and the ``span`` it was written from, see ``plan_span``), ``proposal_text`` (the
-summary as edited before accepting).
+summary as edited before accepting), ``proposal_refused`` (an accept the branch refused, for one run)
+and the accept dialog's (``confirmations``).
 """
 import streamlit as st
 
 from memorylab import MemoryLabError
+from memorylab.audit import summary_warnings
 
 from .audit_panel import audit_caption, dropped_panel, proposal_audit
 from .compaction_plans import plan_span, plan_table_and_figure
+from .confirmations import ask_first
 from .guarded_edits import changed_since_loaded
 from .models import sidebar_summarizer
 
@@ -78,9 +81,45 @@ def drop_proposal(_editor=None):
     st.rerun()
 
 
+def render_guardrails(audit, warnings):
+    """The proposed summary's tokens against its span's, the share of the span's artifacts the next
+    request keeps, and each reason not to accept it."""
+    columns = st.columns(3)
+    columns[0].metric("Span it replaces", f"{audit.span_tokens:,} tokens", help=f"{audit.span_messages:,} messages")
+    columns[1].metric("Proposed summary", f"{audit.summary_tokens:,} tokens",
+                      delta=f"{audit.summary_tokens - audit.span_tokens:+,} tokens", delta_color="inverse")
+    whole = len(audit.kept) + len(audit.lost)
+    columns[2].metric("Artifacts kept", f"{len(audit.kept)} of {whole} ({len(audit.kept) / whole:.0%})" if whole
+                      else "none stated",
+                      help="Paths, commands, URLs, ids, numbers, dates, versions, errors and decisions the span "
+                           "states that the summary, a pin, the head or the tail still holds")
+    for warning in warnings:
+        st.error(warning, icon=":material/warning:")
+
+
+def confirm_accept(audit, warnings, plan):
+    """What accepting does, in the dialog that asks for it."""
+    st.markdown(f"Messages `{plan.from_id}` … `{plan.to_id}` ({audit.span_messages:,} messages, "
+                f"{audit.span_tokens:,} tokens) are read as this {audit.summary_tokens:,}-token summary on every "
+                "later request of the branch.")
+    st.caption(audit_caption(audit, "The proposed summary"))
+    for warning in warnings:
+        st.error(warning, icon=":material/warning:")
+    st.caption("The originals stay stored. Undo on Overlay history removes the summary again and keeps it, so it "
+               "can be restored.")
+
+
+def accept_confirmed(session, plan, summary, leaf_id, span):
+    """Accept from the dialog; a branch that changed meanwhile is said on the page, under the buttons."""
+    if accept_summary(session, plan, summary, leaf_id, span):
+        st.session_state["proposal_refused"] = True
+        st.rerun()
+
+
 def review_proposal(session, branch, plan, leaf_id, settings, template):
-    """The proposed summary to edit, audited as it is typed, then accepted as an overlay or rejected;
-    while the branch no longer plans the span it was written from, both spans and reload or overwrite."""
+    """The proposed summary to edit, audited as it is typed and flagged when it loses what its span
+    said, then accepted as an overlay once confirmed, or rejected; while the branch no longer plans
+    the span it was written from, both spans and reload or overwrite."""
     proposal = st.session_state.get("proposal")
     if not proposal or proposal["leaf"] != leaf_id:
         return
@@ -88,14 +127,18 @@ def review_proposal(session, branch, plan, leaf_id, settings, template):
     edited = st.text_area("Summary (edit before accepting if you like)", proposal["summary"], height=220,
                           key="proposal_text")
     audit = proposal_audit(branch, edited, plan.from_id, plan.to_id, session)
-    st.caption(f"{audit_caption(audit, 'The proposed summary')} What it would drop is listed below the buttons.")
+    warnings = summary_warnings(audit)
+    render_guardrails(audit, warnings)
+    st.caption("What it would drop is listed below the buttons.")
+    outdated = proposal["settings"] != settings or proposal["template"] != template
+    if outdated:
+        st.warning("The settings changed since this summary was made; run it again first.")
     accept, reject = st.columns(2)
-    refused = False
-    if accept.button("Accept: add as an overlay", type="primary"):
-        if proposal["settings"] != settings or proposal["template"] != template:
-            st.warning("The settings changed since this summary was made; run it again first.")
-        else:
-            refused = accept_summary(session, plan, edited, leaf_id, proposal["span"])
+    refused = st.session_state.pop("proposal_refused", False)
+    ask_first(accept, "Accept: add as an overlay", key="accept_summary", type="primary", disabled=outdated,
+              title="Accept this summary?", body=lambda: confirm_accept(audit, warnings, plan),
+              confirm="Yes, accept it", acknowledge="Accept it although it is flagged" if warnings else None,
+              action=lambda: accept_confirmed(session, plan, edited, leaf_id, proposal["span"]))
     if reject.button("Reject"):
         drop_proposal()
     if refused or proposal["span"] != plan_span(plan):

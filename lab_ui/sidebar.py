@@ -15,6 +15,7 @@ from memorylab.store import is_postgres_url
 from .damaged_rows import report_damaged_rows
 from .models import model_picker
 from .selection import ref_of, select_session, session_row
+from .session_context import lab_context_switch
 from .store import cached_store, lab_session, open_store
 
 PREFERRED_SESSION = "support-order-4471"
@@ -124,11 +125,12 @@ def setup_page(title, *, wide=True):
     st.sidebar.caption(f"Database `{store.path}`")
     _database_picker(store)
     ref = _session_picker(store)
+    lab_context = lab_context_switch(store, ref)
     model_picker()
     if ref is None:
         return store, None
     try:
-        return store, lab_session(store, ref)
+        return store, lab_session(store, ref, lab_context)
     except NotFoundError:  # deleted between the picker's read and this one
         session_gone(ref, store.sessions.list(limit=PICKER_SIZE))
 

@@ -2,18 +2,17 @@
 
 ``st.session_state["database"]`` is the target picked in the sidebar (see ``sidebar``).
 """
-import os
-
 import streamlit as st
 
 from memorylab import Session, Store, load_samples
-from memorylab.samples import with_sample_context
-from memorylab.store import is_postgres_url
+from memorylab.session_context import with_session_context
+from memorylab.store import default_database, is_postgres_url
 
 
 def database_target():
-    """The database the lab shows: the one opened in the sidebar, else ``$MEMORYLAB_DB``, else ``lab.db``."""
-    return st.session_state.get("database") or os.environ.get("MEMORYLAB_DB", "lab.db")
+    """The database the lab shows: the one opened in the sidebar, else the command line's default
+    (``$MEMORYLAB_DB``, else ``lab.db``)."""
+    return st.session_state.get("database") or default_database()
 
 
 def open_store():
@@ -30,8 +29,9 @@ def cached_store(target):
     return store
 
 
-def lab_session(store, ref):
-    """The selected session with the demo's context blocks and a persisted frozen prompt."""
+def lab_session(store, ref, lab_context=None):
+    """The selected session with its own context (plus the lab's sample blocks when ``lab_context``;
+    default: a sample session's) and a persisted frozen prompt."""
     tenant_id, agent_id, session_id = ref
     session = Session.open(store, session_id, tenant_id=tenant_id, agent_id=agent_id)
-    return with_sample_context(session).with_frozen_prompt_store()
+    return with_session_context(session, lab_context=lab_context)

@@ -17,11 +17,9 @@ from .history.session import Session
 from .importers import FORMATS, ReadBudget, detect_format, import_folder, import_source, source_format
 from .io import write_export
 from .samples import load_samples
-from .store import Store, is_postgres_url
+from .store import Store, database_exists, default_database, is_postgres_url, require_database
 from .store.sqlite import writes_over
 from .store_copy import copy_store
-
-DEFAULT_DB = os.environ.get("MEMORYLAB_DB", "memorylab.db")
 
 
 def _namespace_options(parser):
@@ -34,8 +32,9 @@ def build_parser():
         prog="memorylab",
         description="Inspect and manage memorylab databases: agent conversations stored as trees.",
     )
-    parser.add_argument("--db", default=DEFAULT_DB, help="SQLite database file or postgresql://user@host/db URL "
-                                                        "(default: $MEMORYLAB_DB or %(default)s)")
+    parser.add_argument("--db", default=default_database(),
+                        help="SQLite database file or postgresql://user@host/db URL; the lab opens the same one "
+                             "(default: $MEMORYLAB_DB or lab.db)")
     # --db is accepted after the command too ("memorylab demo --db lab.db").
     db_option = argparse.ArgumentParser(add_help=False)
     db_option.add_argument("--db", default=argparse.SUPPRESS, help="SQLite database file or postgresql:// URL")
@@ -222,15 +221,30 @@ def _check(store, args):
     return 0 if report.ok else 1
 
 
-def _eval(store, args):
-    from .experiments import Experiments, TrialStatus, interval_text
+def _eval(args):
+    """Reads the spec before opening the store: a spec that cannot run leaves no database behind."""
+    from .experiments import Experiments
 
     if args.min_score is not None and not 0 <= args.min_score <= 1:
         raise MemoryLabError(f"--min-score must be from 0 to 1, got {args.min_score}")
+    try:
+        spec = Experiments.spec(args.spec)
+    except InvalidInputError as error:
+        print(f"memorylab: error: {error}", file=sys.stderr)
+        return 2
+    if not args.with_samples and not database_exists(args.db):
+        raise MemoryLabError(f"no database at {args.db!r}: the file does not exist, and nothing was created; "
+                             "--with-samples creates it with the sample conversations")
+    with _opened_store(args) as store:
+        return _run_eval(store, spec, args)
+
+
+def _run_eval(store, spec, args):
+    from .experiments import Experiments, TrialStatus, interval_text
+
     experiments = Experiments(store, tenant_id=args.tenant, allowed_hosts=args.allow_host,
                               case_tenants=args.case_tenant)
     try:
-        spec = experiments.spec(args.spec)
         if args.with_samples:
             load_samples(store)
         status = TrialStatus()
@@ -310,8 +324,8 @@ def _refuse_writing_over(store, args):
                                     "writing there would destroy the store; nothing was done, name another file")
 
 
-COMMANDS = {"audit": _audit, "datasets": _datasets,
-            "eval": _eval, "demo": _demo, "import": _import, "export": _export, "stats": _stats, "check": _check}
+COMMANDS = {"audit": _audit, "datasets": _datasets, "demo": _demo, "import": _import, "export": _export,
+            "stats": _stats, "check": _check}
 
 
 def _show_progress(step, done, total=None):
@@ -328,6 +342,28 @@ def _copy(args):
     print(copy_store(args.source, args.target, progress=_show_progress))
 
 
+READ_ONLY_COMMANDS = ("export", "stats", "check", "audit")
+"""Commands that only read the store: on a missing file they say so and create nothing."""
+
+
+@contextmanager
+def _opened_store(args):
+    """The command's store. A read-only command refuses a missing file; a dry run on one reads an
+    empty store in memory: neither leaves an empty database behind."""
+    target = args.db
+    if args.command in READ_ONLY_COMMANDS:
+        try:
+            require_database(target)
+        except MemoryLabError as error:
+            raise MemoryLabError(f"{error} (create one with: memorylab --db {target} demo, or "
+                                 f"memorylab --db {target} import PATH)") from None
+    elif args.command == "import" and args.dry_run and not database_exists(target):
+        target = ":memory:"
+    with Store(target) as store:
+        _refuse_writing_over(store, args)
+        yield store
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
@@ -335,11 +371,9 @@ def main(argv=None):
             return _copy(args) or 0
         if args.command == "audit" and len(args.targets) == 1 and Path(args.targets[0]).exists():
             return _audit_paths(args)
-        if args.command in ("export", "stats", "check", "audit") and not is_postgres_url(args.db) \
-                and not Path(args.db).exists():
-            raise MemoryLabError(f"no database at {args.db} (create one with: memorylab --db {args.db} demo)")
-        with Store(args.db) as store:
-            _refuse_writing_over(store, args)
+        if args.command == "eval":
+            return _eval(args)
+        with _opened_store(args) as store:
             return COMMANDS[args.command](store, args) or 0
     except (MemoryLabError, OSError) as error:
         # One line, no traceback: the engine's refusals, the database's failures (a StoreError), and a

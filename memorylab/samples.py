@@ -105,8 +105,13 @@ def load_samples(store, *, replace=False, directory=SAMPLE_DIR / "sessions") -> 
     return loaded
 
 
+SAMPLE_CONTEXT_LABELS = ("soul", "memory", "todos", "knowledge", "skills")
+"""The blocks ``with_sample_context`` gives, in its order."""
+
+
 def with_sample_context(session) -> Session:
-    """Give a session the demo's context blocks: soul, memory, todos, knowledge and skills."""
+    """Give a session the demo's context blocks: soul, memory, todos, knowledge and skills (the sample
+    sessions' own context; ``memorylab.session_context`` decides which sessions get it)."""
     return (
         session
         .with_context("soul", description="Identity", provider=FileProvider(SOUL_PATH))

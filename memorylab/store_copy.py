@@ -17,13 +17,12 @@ from pathlib import Path
 from .errors import (
     ConflictError,
     InvalidInputError,
-    MemoryLabError,
     NotFoundError,
     StoreCopyError,
 )
 from .history.session import Session
 from .io import export_session
-from .store import ALL_TENANTS, Store, is_postgres_url
+from .store import ALL_TENANTS, Store, is_postgres_url, require_database
 from .store.bulk import TABLES, table_columns
 from .store.sqlite import writes_over
 
@@ -149,8 +148,8 @@ def _silent(step, done, total):
 def _open(stack, store, *, must_exist=False):
     if isinstance(store, Store):
         return store
-    if must_exist and not is_postgres_url(store) and not Path(store).is_file():
-        raise MemoryLabError(f"no database at {str(store)!r}")
+    if must_exist:
+        require_database(store)
     return stack.enter_context(Store(store))
 
 

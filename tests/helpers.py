@@ -33,6 +33,15 @@ def text_message(message_id, text, role="user"):
     return {"id": message_id, "role": role, "parts": [{"type": "text", "text": text}]}
 
 
+def confirm_in_dialog(app, key):
+    """Confirm the dialog the button of ``key`` opened (ticking its acknowledgement when it asks for one)."""
+    for box in app.checkbox:
+        if box.key == f"{key}:acknowledged":
+            box.check().run()
+    app.button(key=f"{key}:confirm").click().run()
+    return app
+
+
 def ids(messages):
     return [m["id"] for m in messages]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..history.compaction import CompactionPlan
-from ..history.overlays import is_summary_message
+from ..history.overlays import is_summary_message, summary_message
 from ..memory.kv import MAX_PAGE_SIZE, KVStore
 from ..memory.longterm import LongTermMemory
 from ..messages import is_tool_part, message_text
@@ -27,6 +27,8 @@ RECORD_COLUMNS = ["id", "scope", "session_id", "summary", "body", "tags", "impor
                   "updated_at"]
 MEMORY_COLUMNS = ["id", "entity_type", "entity_value", "status", "updated_at", "message_count", "last_role",
                   "last_message", "summary"]
+OVERLAY_COLUMNS = ["overlay", "from_id", "to_id", "state", "summary_tokens", "tokens_before", "tokens_after", "kept",
+                   "lost", "created_at", "removed_at", "other metadata"]
 AUDIT_COLUMNS = ["session_id", "overlay_id", "retained", "lost", "kept", "span_messages", "span_tokens",
                  "summary_tokens"]
 
@@ -150,3 +152,30 @@ def audit_table(audits) -> pd.DataFrame:
              "span_tokens": audit.span_tokens, "summary_tokens": audit.summary_tokens}
             for audit in worst_first(audits)]
     return pd.DataFrame(rows, columns=AUDIT_COLUMNS)
+
+
+def overlay_table(overlays, *, shown=frozenset(), audits=None) -> pd.DataFrame:
+    """One row per overlay (``OVERLAY_COLUMNS``), its metadata spread over columns: whether it shows on
+    the branch (``shown``: ids), or was removed (a ``removed_compactions`` record), its summary's
+    tokens as the request reads it, the plan's tokens before and after, and the kept and lost
+    artifacts of its audit (``audits``: ``{overlay id: CompactionAudit}``). A column empty in every row
+    is left out."""
+    import pandas as pd
+
+    def row(overlay):
+        metadata = dict(overlay.get("metadata") or {})
+        audit = (audits or {}).get(overlay["id"]) if "removed_at" not in overlay else None
+        state = "removed" if "removed_at" in overlay else (
+            "on this branch" if overlay["id"] in shown else "superseded or on another branch")
+        return {"overlay": overlay["id"], "from_id": overlay["from_id"], "to_id": overlay["to_id"], "state": state,
+                "summary_tokens": summary_message(overlay, [])["tokens"],
+                "tokens_before": metadata.pop("tokens_before", None),
+                "tokens_after": metadata.pop("tokens_after", None),
+                "kept": len(audit.kept) if audit else None, "lost": len(audit.lost) if audit else None,
+                "created_at": overlay.get("created_at"), "removed_at": overlay.get("removed_at"),
+                "other metadata": "; ".join(f"{key}: {value}" for key, value in metadata.items()) or None}
+
+    frame = pd.DataFrame([row(overlay) for overlay in overlays], columns=OVERLAY_COLUMNS)
+    for column in ("created_at", "removed_at"):
+        frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
+    return frame.dropna(axis="columns", how="all")

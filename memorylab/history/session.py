@@ -26,6 +26,7 @@ from .compaction import CompactionContext, CompactionPlan, PlanSettings, plan_co
 from .overlays import apply_overlays, is_summary_message, visible_overlays
 from .paged import iter_history, plan_stored
 from .pins import check_pin_note
+from .removed_summaries import removed_summaries, with_removed, without_removed
 from .truncation import ROW_SIZE_LIMIT_BYTES, enforce_row_size_limit
 
 COMPACTION_STATUS_KEY = "memorylab.compaction"
@@ -399,8 +400,27 @@ class Session:
         return self.storage.overlays()
 
     def remove_compaction(self, overlay_id) -> None:
-        """Undo an overlay; the messages it covered show again on read."""
+        """Undo an overlay; the messages it covered show again on read. The overlay is kept among the
+        session's ``removed_compactions`` (the newest 20), so ``restore_compaction`` can bring it back."""
+        overlay = next((o for o in self.storage.overlays() if o["id"] == overlay_id), None)
         self.storage.delete_overlay(overlay_id)
+        self.set_metadata(with_removed(self.info["metadata"], overlay, utc_now_iso()))
+
+    def removed_compactions(self) -> list[dict]:
+        """The overlays ``remove_compaction`` removed, newest first, each with its ``removed_at``."""
+        return removed_summaries(self.info["metadata"])
+
+    def restore_compaction(self, overlay_id) -> Overlay:
+        """Add the newest removed overlay of that id back over its span (under a new id; its metadata
+        names the old one in ``restored_from``) and drop it from ``removed_compactions``."""
+        record = next((removed for removed in self.removed_compactions() if removed.get("id") == overlay_id), None)
+        if record is None:
+            raise NotFoundError(f"no removed summary {overlay_id!r} in session {self.session_id!r}; "
+                                "removed_compactions() lists the ones that can be restored")
+        overlay = self.add_compaction(record["summary"], record["from_id"], record["to_id"],
+                                      metadata={**(record.get("metadata") or {}), "restored_from": overlay_id})
+        self.set_metadata(without_removed(self.info["metadata"], overlay_id))
+        return overlay
 
     # -- pins ------------------------------------------------------------------------------------
 

@@ -6,6 +6,8 @@ from .core import ALL_TENANTS, SNIPPET_MARKS, SearchEngine, Store, is_postgres_u
 from .in_memory import InMemorySessionStorage
 from .protocols import Outlines, PagedBranchReads, SessionStorage, TreeQueries
 from .sessions import LATEST_LEAF
+from .targets import DEFAULT_DATABASE, database_exists, default_database, require_database
 
-__all__ = ["ALL_TENANTS", "ANY_STATUS", "LATEST_LEAF", "SNIPPET_MARKS", "InMemorySessionStorage", "Outlines",
-           "PagedBranchReads", "SearchEngine", "SessionStorage", "Store", "TreeQueries", "is_postgres_url"]
+__all__ = ["ALL_TENANTS", "ANY_STATUS", "DEFAULT_DATABASE", "LATEST_LEAF", "SNIPPET_MARKS", "InMemorySessionStorage",
+           "Outlines", "PagedBranchReads", "SearchEngine", "SessionStorage", "Store", "TreeQueries", "database_exists",
+           "default_database", "is_postgres_url", "require_database"]

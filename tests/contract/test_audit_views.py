@@ -22,11 +22,13 @@ def test_the_stamp_moves_with_every_change_an_audit_reads(store):
     assert store.sessions.stamp() == stamps[-1]  # nothing changed: the same stamp, so a cache holds
     later = session.add_compaction("Config noted, and acknowledged.", "m0", "m1")
     stamps.append(store.sessions.stamp())
-    session.remove_compaction(overlay["id"])  # as many overlays as before, but not the same ones
+    session.storage.delete_overlay(overlay["id"])  # as many overlays as before, but not the same ones
     stamps.append(store.sessions.stamp())
     assert len(set(stamps)) == len(stamps)
-    session.remove_compaction(later["id"])
+    session.storage.delete_overlay(later["id"])
     assert store.sessions.stamp() == stamps[2]  # back to no overlay: what was audited then holds again
+    session.remove_compaction(session.add_compaction("Config noted.", "m0", "m0")["id"])
+    assert store.sessions.stamp() not in stamps  # an undo records what it removed: the session changed
 
 
 def test_the_table_lists_the_compactions_worst_first(store):

@@ -5,6 +5,7 @@ import json
 import pytest
 import yaml
 
+from memorylab import Store
 from memorylab.cli import main
 from memorylab.samples import SAMPLE_DIR
 
@@ -61,6 +62,8 @@ def test_a_spec_that_cannot_run_exits_2_naming_every_problem(tmp_path, spec_file
     assert "no session 'long-migration-project'" not in err  # the spec is refused before cases are looked up
     assert main(["--db", str(tmp_path / "lab.db"), "eval", str(tmp_path / "missing.yaml")]) == 2
     assert "cannot read the experiment spec" in capsys.readouterr().err
+    assert not (tmp_path / "lab.db").exists()  # a spec that cannot run opens no store
+    Store(tmp_path / "lab.db").close()
     assert main(["--db", str(tmp_path / "lab.db"), "eval", spec_file()]) == 2
     err = capsys.readouterr().err
     assert "no session 'long-migration-project'" in err and "--with-samples loads the sample conversations" in err

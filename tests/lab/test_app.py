@@ -42,3 +42,14 @@ def test_app_start_does_not_import_litellm(lab_db):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                             env={**os.environ, "MEMORYLAB_DB": str(lab_db)})
     assert result.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_the_lab_opens_the_database_the_command_line_wrote_by_default(tmp_path, monkeypatch):
+    from memorylab.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MEMORYLAB_DB", raising=False)
+    assert main(["import", str(sample_files()[0])]) == 0  # no --db: the default database
+    app = run_app()
+    assert any(caption.value == "Database `lab.db`" for caption in app.sidebar.caption)
+    assert list(app.dataframe[0].value["session"]) == ["trip-planning-branches"]  # the import, no samples added

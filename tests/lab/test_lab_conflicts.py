@@ -8,7 +8,7 @@ import pytest
 from memorylab import Experiments, KVStore, Memory, Session, Store
 from memorylab.memory.longterm import LongTermMemory
 from memorylab.samples import LONGTERM_WORKSPACE
-from tests.helpers import ROOT
+from tests.helpers import ROOT, confirm_in_dialog
 from tests.lab.test_pages import run_page as open_page
 
 SESSION = ("default", "support-bot", "support-order-4471")
@@ -243,10 +243,10 @@ def test_a_summary_made_before_someone_else_compacted_the_branch_is_not_accepted
     first = open_page("compaction_lab.py", session_ref=SESSION, completion_kwargs={"mock_response": "A's summary"})
     first.number_input(key="main_tail").set_value(600).run()
     click(first, "Run the summarizer")
-    click(first, "Accept: add as an overlay")
+    confirm_in_dialog(click(first, "Accept: add as an overlay"), "accept_summary")
     second.run()
     assert any("The branch changed since you loaded it" in w.value for w in second.warning)
-    click(second, "Accept: add as an overlay")
+    confirm_in_dialog(click(second, "Accept: add as an overlay"), "accept_summary")
     with Store(lab_db) as store:
         overlays = Session.open(store, SESSION[2], agent_id=SESSION[1]).get_compactions()
     assert [overlay["summary"] for overlay in overlays] == ["A's summary"]

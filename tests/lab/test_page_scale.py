@@ -5,7 +5,7 @@ import pytest
 from lab_ui.store import lab_session
 from memorylab import Session, Store
 from memorylab.history.budget import request_breakdown
-from tests.helpers import text_message
+from tests.helpers import confirm_in_dialog, text_message
 from tests.lab.test_pages import run_page
 
 REF = ("default", "default", "long-chat")
@@ -102,9 +102,11 @@ def test_the_compaction_lab_shows_an_accepted_overlay_and_its_undo_at_once(long_
     summarized = app.metric[2].value
     [b for b in app.button if b.label == "Run the summarizer"][0].click().run()
     [b for b in app.button if b.label.startswith("Accept")][0].click().run()
+    confirm_in_dialog(app, "accept_summary")
     assert not app.exception, [e.message for e in app.exception]
     assert any("visible on this branch" in m.value for m in app.markdown)
     assert any(i.value.startswith("Nothing to compact") for i in app.info)  # only the new summary is between
     [b for b in app.button if b.label == "Undo"][0].click().run()
+    confirm_in_dialog(app, "undo_1")
     assert any("No overlays on this session yet." in i.value for i in app.info)
     assert app.metric[2].value == summarized

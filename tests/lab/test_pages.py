@@ -6,7 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from memorylab import Experiments, KVStore, Memory, Session, Store, load_samples
-from tests.helpers import ROOT, text_message
+from tests.helpers import ROOT, confirm_in_dialog, text_message
 
 # The pages app.py navigates to: every script in app_pages/ (their shared parts are in lab_ui/).
 PAGES = sorted(re.findall(r'st\.Page\("app_pages/([\w]+\.py)"', (ROOT / "app.py").read_text()))
@@ -200,6 +200,8 @@ def test_compaction_lab_preview_reject_and_accept(lab_db):
         [b for b in app.button if b.label == "Run the summarizer"][0].click().run()
         [t for t in app.text_area if t.key == "proposal_text"][0].set_value("## Topic\nEdited summary.")
         [b for b in app.button if b.label.startswith("Accept")][0].click().run()
+        assert session.get_compactions() == []  # not before it is confirmed
+        confirm_in_dialog(app, "accept_summary")
         assert not app.exception
         (overlay,) = session.get_compactions()
         assert overlay["summary"] == "## Topic\nEdited summary."
