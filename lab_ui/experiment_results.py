@@ -14,6 +14,7 @@ from memorylab.experiments import against_best_text, interval_text, percent_text
 from memorylab.history.compaction import DEFAULT_SUMMARY_TEMPLATE
 from memorylab.llm.models import DEFAULT_LOCAL_MODEL
 
+from .experiment_labels import label_verdicts, labels_stamp
 from .experiment_runs import drill_down
 from .navigation import switch_to
 from .selection import select_leaf, select_session
@@ -61,6 +62,7 @@ def results_panel(experiments, name, trials, stamp, branches):
     other = versus.selectbox("Compare with trial", [None, *[n for n in numbers if n != trial]],
                              key=f"exp_versus:{name}:{trial}",
                              format_func=lambda n: "—" if n is None else f"Trial {n}")
+    stamp = (*stamp, labels_stamp())  # a saved label changes the leaderboard's trust and the calibration
     try:
         view = _trial_view(stamp, experiments, name, trial)
     except MemoryLabError as error:
@@ -76,6 +78,7 @@ def results_panel(experiments, name, trials, stamp, branches):
             st.error(str(error))
     _use_arm(results, view.leaderboard, name, branches)
     drill_down(experiments, view, f"{name}:{trial}")
+    label_verdicts(experiments, results, name, st.session_state.get(f"exp_case:{name}:{trial}") or results.cases[0])
     _downloads(results, name)
 
 
@@ -104,8 +107,9 @@ def _leaderboard(view):
     st.subheader("Leaderboard")
     st.dataframe(
         view.leaderboard, hide_index=True, width="stretch", height=min(38 + 35 * len(view.leaderboard), 740),
-        column_order=("arm", "strategy", "score", "interval", "vs_best", "spread", "min_case", "saved_pct",
-                      "tokens_after", "cost", "errors", "verdict", "tokens_before", "summary_tokens", "latency_s", "max_case"),
+        column_order=("arm", "strategy", "score", "interval", "vs_best", "trust", "spread", "min_case", "saved_pct",
+                      "tokens_after", "cost", "errors", "verdict", "tokens_before", "summary_tokens", "latency_s",
+                      "max_case"),
         column_config={
             "score": st.column_config.ProgressColumn(
                 min_value=0.0, max_value=1.0, format="%.2f",
@@ -128,6 +132,8 @@ def _leaderboard(view):
             "cost": st.column_config.NumberColumn(format="$%.4f", help="Blank where litellm does not know the price"),
             "latency_s": st.column_config.NumberColumn("latency", format="%.2f s", help="Mean per case"),
             "verdict": st.column_config.TextColumn(help="Against the arm's min_score (or the experiment's)"),
+            "trust": st.column_config.TextColumn(help="People's labels on this arm's probes against the scorer "
+                                                      "of its score, and Cohen's kappa (label verdicts below)"),
         })
     st.plotly_chart(view.figure, width="stretch", config={"displaylogo": False})
     st.caption("Probe score against tokens saved, one point per arm: up and right is better, and the dotted line "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import getpass
 from typing import TYPE_CHECKING
 
 from ..errors import ApiHostNotAllowedError, InvalidInputError, NotFoundError
@@ -11,10 +12,13 @@ from ..messages import utc_now_iso
 from ..shapes import Messages
 from ..store.compare_and_set import MISSING, StaleWriteError, check_expected
 from ..validation import check_identifier, check_integer
+from .calibration import Calibration, labelled_verdicts
 from .case_selection import select_cases
 from .context_comparison import ContextComparison, compare_contexts
 from .job import ExperimentJob
+from .labels import output_digest, probe_outputs, trial_labels
 from .progress import TrialStatus
+from .regrading import Regrading, regrade_runs
 from .results import ExperimentResults, compare_trials
 from .runner import resolve_cases, run_trial
 from .spec import ExperimentSpec, load_spec, parse_spec
@@ -187,7 +191,7 @@ class Experiments:
         arms = {arm.name: position for position, arm in enumerate(spec.arms)}
         cases = {case.name: position for position, case in enumerate(spec.cases)}
         runs.sort(key=lambda run: (arms[run["arm"]], cases[run["case_name"]]))  # the order a read gives
-        return self._results(spec, trial, runs)
+        return self._results(spec, pk, trial, runs)
 
     def trials(self, name) -> list[dict]:
         """``[{"trial", "runs", "errors", "score", "started_at", "finished_at"}]``, oldest first."""
@@ -196,14 +200,68 @@ class Experiments:
     def results(self, name, trial=None) -> ExperimentResults:
         """A trial's results (default: the newest). NotFoundError when the experiment never ran."""
         definition = self._definition(name)
+        runs = self._runs(definition, trial)
+        return self._results(_spec(definition), definition["pk"], runs[0]["trial"], runs)
+
+    def _runs(self, definition, trial, *, with_context=False):
+        """The runs of ``trial`` (None: the newest); NotFoundError when there are none."""
         if trial is None:
             trial = self.store.experiments.next_trial(definition["pk"]) - 1
             if trial == 0:
-                raise NotFoundError(f"experiment {name!r} has not been run yet")
-        runs = self.store.experiments.runs(definition["pk"], trial=trial)
+                raise NotFoundError(f"experiment {definition['name']!r} has not been run yet")
+        runs = self.store.experiments.runs(definition["pk"], trial=trial, with_context=with_context)
         if not runs:
-            raise NotFoundError(f"experiment {name!r} has no trial {trial}")
-        return self._results(_spec(definition), trial, runs)
+            raise NotFoundError(f"experiment {definition['name']!r} has no trial {trial}")
+        return runs
+
+    # -- labels, calibration and re-grading ------------------------------------------------------------
+
+    def label(self, experiment, trial, case, arm, probe_id, correct, *, grade=None, by=None) -> dict:
+        """A person's verdict on probe ``probe_id`` of ``arm``'s output on ``case`` in ``trial``: ``correct``
+        True when that output truly keeps (graded: answers) what the probe asks, so the probe should
+        pass; ``grade`` the person's own 0-1 grade of a graded answer; ``by`` who (default: this OS
+        user). It replaces the label given before on the same output, and shows on every trial whose
+        run leaves that output (``labels.output_digest``). Returns the label stored."""
+        if not isinstance(correct, bool):
+            raise InvalidInputError(f"correct must be True or False, got {correct!r}")
+        if grade is not None and (isinstance(grade, bool) or not isinstance(grade, (int, float))
+                                  or not 0 <= grade <= 1):
+            raise InvalidInputError(f"grade must be a number from 0 to 1, got {grade!r}")
+        definition = self._definition(experiment)
+        run = next((r for r in self._runs(definition, trial, with_context=True)
+                    if r["case_name"] == case and r["arm"] == arm), None)
+        if run is None or run["error"] is not None:
+            raise NotFoundError(f"trial {trial} of {experiment!r} has no finished run of arm {arm!r} on case {case!r}")
+        score = next((s for s in run["scores"] if s["probe"] == probe_id), None)
+        if score is None:
+            raise NotFoundError(f"case {case!r} of {experiment!r} has no probe {probe_id!r} in trial {trial}; its "
+                                f"probes: {', '.join(s['probe'] for s in run['scores'])}")
+        label = {"case_name": case, "arm": arm, "probe_id": probe_id, "output": output_digest(run["context"], score),
+                 "trial": run["trial"], "correct": correct, "grade": None if grade is None else float(grade),
+                 "labelled_by": by or _os_user(), "labelled_at": utc_now_iso()}
+        self.store.experiments.save_label(definition["pk"], label)
+        return label
+
+    def calibration(self, experiment, trial=None) -> Calibration:
+        """Each scorer's (the matcher's, each judge model's) agreement with the labels on ``trial``'s
+        outputs (default: the newest trial), per probe kind (``Calibration``)."""
+        definition = self._definition(experiment)
+        runs = self._runs(definition, trial, with_context=True)
+        shown = trial_labels(probe_outputs(runs), self.store.experiments.labels(definition["pk"]))
+        return Calibration(labelled_verdicts(runs, shown, self.store.experiments.grades(definition["pk"],
+                                                                                         runs[0]["trial"])))
+
+    def regrade(self, experiment, judge_model, *, trial=None, completion=None, cancel=None) -> Regrading:
+        """Judge the answers a finished trial's grader got (default: the newest trial) again with
+        ``judge_model`` (``completion``: its litellm arguments): no summary or answer is made anew.
+        The verdicts are stored with the trial, so ``calibration`` and the results show that judge
+        too; the returned ``Regrading`` says how far each arm's scores move."""
+        definition = self._definition(experiment)
+        runs = self._runs(definition, trial)
+        grades = regrade_runs(runs, _spec(definition), runs[0]["trial"], judge_model, completion=completion,
+                              allowed_hosts=self.allowed_hosts, cancel=cancel)
+        self.store.experiments.save_grades(definition["pk"], grades)
+        return Regrading.of(runs, grades, judge_model)
 
     def compare(self, name, first_trial, second_trial) -> pd.DataFrame:
         """Two trials of ``name`` side by side (``compare_trials``)."""
@@ -239,8 +297,26 @@ class Experiments:
             raise NotFoundError(f"no experiment named {name!r} in tenant {self.tenant_id!r}")
         return definition
 
-    @staticmethod
-    def _results(spec, trial, runs) -> ExperimentResults:
+    def _results(self, spec, pk, trial, runs) -> ExperimentResults:
         thresholds = {arm.name: spec.threshold(arm) for arm in spec.arms}
+        shown, calibration = self._trial_labels(pk, trial)
         return ExperimentResults(spec.name, trial, runs, thresholds=thresholds,
-                                 expected_runs=len(spec.arms) * len(spec.cases))
+                                 expected_runs=len(spec.arms) * len(spec.cases), labels=shown, calibration=calibration)
+
+    def _trial_labels(self, pk, trial):
+        """The labels shown on ``trial``'s probes and its ``Calibration`` (None when the experiment has
+        no label: its outputs, which need every run's context, are then not read)."""
+        labels = self.store.experiments.labels(pk)
+        if not labels:
+            return {}, None
+        runs = self.store.experiments.runs(pk, trial=trial, with_context=True)
+        shown = trial_labels(probe_outputs(runs), labels)
+        return shown, Calibration(labelled_verdicts(runs, shown, self.store.experiments.grades(pk, trial)))
+
+
+def _os_user():
+    """Who labels when the caller does not say: the OS user, else "someone"."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "someone"

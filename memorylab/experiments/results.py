@@ -23,19 +23,24 @@ RUN_COLUMNS = ("arm", "strategy", "case", "score", "tokens_before", "tokens_afte
                "summary_tokens", "cost", "latency_s", "model", "error")
 LEADERBOARD_COLUMNS = ("arm", "strategy", "score", "score_low", "score_high", "vs_best", "spread", "min_case",
                        "max_case", "tokens_before", "tokens_after", "saved_pct", "summary_tokens", "cost", "latency_s",
-                       "errors", "min_score", "passed")
+                       "errors", "min_score", "passed", "trust")
 
 
 class ExperimentResults:
     """The runs of one trial of an experiment (``runs`` as ``store.experiments.runs`` reads them),
-    with each arm's threshold (``thresholds``: arm name to min score or None)."""
+    with each arm's threshold (``thresholds``: arm name to min score or None), the people's labels
+    shown on its probes (``labels``: ``(case, arm, probe)`` to a label, ``labels.trial_labels``) and
+    its scorers' ``calibration`` against them (None: no labels)."""
 
-    def __init__(self, experiment, trial, runs, *, thresholds=None, expected_runs=None):
+    def __init__(self, experiment, trial, runs, *, thresholds=None, expected_runs=None, labels=None,
+                 calibration=None):
         self.experiment = experiment
         self.trial = trial
         self.runs = runs
         self.thresholds = thresholds or {}
         self.expected_runs = expected_runs
+        self.labels = labels or {}
+        self.calibration = calibration
 
     def __repr__(self):
         return f"<ExperimentResults {self.experiment!r} trial {self.trial}: {len(self.runs)} runs>"
@@ -126,9 +131,20 @@ class ExperimentResults:
                 "cost": None if any(c is None for c in costs) else sum(costs),
                 "latency_s": round(mean([r["latency"] for r in runs]), 3),
                 "errors": len(runs) - len(ok), "min_score": threshold,
-                "passed": None if threshold is None else score >= threshold,
+                "passed": None if threshold is None else score >= threshold, "trust": self.trust(arm),
             })
         return self._against_best(summaries)
+
+    def trust(self, arm) -> str:
+        """How far ``arm``'s score can be trusted: the people's labels on its probes against the scorer
+        whose verdicts make its score (``matcher agrees with 9 of 10 labels, kappa 0.78``)."""
+        from .calibration import MATCHER, verdict_scorer
+
+        scores = [s for r in self.runs if r["arm"] == arm and r["error"] is None for s in r["scores"]]
+        scorer = verdict_scorer(scores[0]) if scores else MATCHER
+        if self.calibration is None:
+            return f"{scorer}: no labels yet"
+        return self.calibration.agreement(scorer, arm=arm).text()
 
     def _against_best(self, summaries):
         """Each summary's ``vs_best``: its arm compared case by case with the leaderboard's first."""
@@ -163,12 +179,15 @@ class ExperimentResults:
     # -- exports -------------------------------------------------------------------------------------
 
     def to_dict(self) -> dict:
-        """``{"experiment", "trial", "complete", "arms": [...], "runs": [...]}``; each arm holds at least
-        ``name``, ``strategy``, ``score`` (0 to 1), ``tokens_before``, ``tokens_after`` and ``cost``."""
+        """``{"experiment", "trial", "complete", "arms": [...], "runs": [...], "labels": [...],
+        "calibration": {...} or None}``; each arm holds at least ``name``, ``strategy``, ``score`` (0 to
+        1), ``tokens_before``, ``tokens_after``, ``cost`` and ``trust``; each label its ``case_name``,
+        ``arm``, ``probe_id``, ``correct``, ``grade``, ``labelled_by``, ``labelled_at`` and ``stale``."""
         arms = [{"name": s.pop("arm"), **s} for s in self.arm_summaries()]
         runs = [{key: value for key, value in run.items() if key != "context"} for run in self.runs]
         return {"experiment": self.experiment, "trial": self.trial, "complete": self.complete, "arms": arms,
-                "runs": runs}
+                "runs": runs, "labels": list(self.labels.values()),
+                "calibration": None if self.calibration is None else self.calibration.to_dict()}
 
     def to_json(self, path=None, *, indent=2) -> str:
         text = json.dumps(self.to_dict(), ensure_ascii=False, indent=indent, default=str)

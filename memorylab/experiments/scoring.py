@@ -85,17 +85,23 @@ def _grade(context, probes, scores, grader, allowed_hosts, cancel):
         answer_prompt = ANSWER_PROMPT.format(transcript=transcript, question=probe.question)
         answer, answered = complete_unless_cancelled(answer_prompt, model=grader.answer_model, cancel=cancel,
                                                      **grader.completion)
-        expected = probe.answer or "; ".join(probe.facts)
-        judge_prompt = JUDGE_PROMPT.format(question=probe.question, expected=expected, answer=answer)
-        verdict, judged = complete_unless_cancelled(judge_prompt, model=grader.judge_model, cancel=cancel,
-                                                      **grader.completion)
+        judge_prompt, verdict, judged = judge_answer(probe, answer, model=grader.judge_model, cancel=cancel,
+                                                     completion=grader.completion)
         score.update(answer_prompt=answer_prompt, answer=answer, judge_prompt=judge_prompt, judge_output=verdict,
-                     graded_score=parse_judge_score(verdict))
+                     graded_score=parse_judge_score(verdict), judge_model=grader.judge_model)
         for accounted in (answered, judged):
             for key, value in accounted["usage"].items():
                 usage[key] = usage.get(key, 0) + value
             cost = None if cost is None or accounted["cost"] is None else cost + accounted["cost"]
     return {"usage": usage, "cost": cost}
+
+
+def judge_answer(probe, answer, *, model, completion, cancel=None) -> tuple[str, str, dict]:
+    """``(prompt, verdict, usage and cost)`` of judge ``model`` grading ``answer`` to ``probe``."""
+    expected = probe.answer or "; ".join(probe.facts)
+    prompt = JUDGE_PROMPT.format(question=probe.question, expected=expected, answer=answer)
+    verdict, judged = complete_unless_cancelled(prompt, model=model, cancel=cancel, **completion)
+    return prompt, verdict, judged
 
 
 def parse_judge_score(verdict) -> float | None:

@@ -18,6 +18,8 @@ RUN_COLUMNS = ("trial", "arm", "strategy", "arm_settings", "case_name", "tenant_
 _RUN_JSON = ("arm_settings", "context", "request", "scores", "usage")
 _RUN_SUMMARY_COLUMNS = tuple(c for c in RUN_COLUMNS if c != "context")
 """Everything of a run but its context, which can be the whole branch: listings leave it out."""
+_LABEL_COLUMNS = ("case_name", "arm", "probe_id", "output", "trial", "correct", "grade", "labelled_by", "labelled_at")
+_GRADE_COLUMNS = ("trial", "arm", "case_name", "probe_id", "judge_model", "score", "judge_output", "graded_at")
 
 
 def _loads(row, table, column, where):
@@ -145,7 +147,8 @@ class ExperimentRecords(Repository):
                               (tenant_id, name)).fetchone()
             if pk is None:
                 return False
-            for table in ("experiment_runs", "experiment_probes", "experiment_cases", "experiment_arms"):
+            for table in ("experiment_labels", "experiment_grades", "experiment_runs", "experiment_probes",
+                          "experiment_cases", "experiment_arms"):
                 conn.execute(f"DELETE FROM {table} WHERE experiment_pk = ?", (pk[0],))
             conn.execute("DELETE FROM experiments WHERE pk = ?", (pk[0],))
         return True
@@ -211,3 +214,42 @@ class ExperimentRecords(Repository):
     def run_context(self, run_pk) -> list | None:
         row = self._one("SELECT context FROM experiment_runs WHERE pk = ?", (run_pk,))
         return None if row is None else _loads(row, "experiment_runs", "context", f"experiment run {run_pk}")
+
+    # -- labels and other judges' grades --------------------------------------------------------------
+
+    def save_label(self, experiment_pk, label) -> None:
+        """Store a person's label ``{"case_name", "arm", "probe_id", "output", "trial", "correct", "grade",
+        "labelled_by", "labelled_at"}``, replacing the one given before on the same output."""
+        self._store.write_one(
+            f"INSERT INTO experiment_labels (experiment_pk, {', '.join(_LABEL_COLUMNS)})"
+            f" VALUES (?, {', '.join('?' * len(_LABEL_COLUMNS))})"
+            " ON CONFLICT (experiment_pk, case_name, arm, probe_id, output) DO UPDATE SET trial = excluded.trial,"
+            " correct = excluded.correct, grade = excluded.grade, labelled_by = excluded.labelled_by,"
+            " labelled_at = excluded.labelled_at",
+            (experiment_pk, *(int(label[c]) if c == "correct" else label[c] for c in _LABEL_COLUMNS)),
+        )
+
+    def labels(self, experiment_pk) -> list[dict]:
+        """Every label of the experiment, on every output, newest first (``correct`` a bool)."""
+        rows = self._all(f"SELECT {', '.join(_LABEL_COLUMNS)} FROM experiment_labels WHERE experiment_pk = ?"
+                         " ORDER BY labelled_at DESC", (experiment_pk,))
+        return [dict(row) | {"correct": bool(row["correct"])} for row in rows]
+
+    def save_grades(self, experiment_pk, grades) -> None:
+        """Store another judge's verdicts ``[{"trial", "arm", "case_name", "probe_id", "judge_model", "score",
+        "judge_output", "graded_at"}]`` in one transaction, replacing that judge's earlier ones."""
+        with self.transaction() as conn:
+            for grade in grades:
+                conn.execute(
+                    f"INSERT INTO experiment_grades (experiment_pk, {', '.join(_GRADE_COLUMNS)})"
+                    f" VALUES (?, {', '.join('?' * len(_GRADE_COLUMNS))})"
+                    " ON CONFLICT (experiment_pk, trial, arm, case_name, probe_id, judge_model) DO UPDATE SET"
+                    " score = excluded.score, judge_output = excluded.judge_output, graded_at = excluded.graded_at",
+                    (experiment_pk, *(grade[c] for c in _GRADE_COLUMNS)))
+
+    def grades(self, experiment_pk, trial) -> list[dict]:
+        """The other judges' verdicts on ``trial``, judge by judge."""
+        rows = self._all(f"SELECT {', '.join(_GRADE_COLUMNS)} FROM experiment_grades"
+                         " WHERE experiment_pk = ? AND trial = ? ORDER BY judge_model, arm, case_name, probe_id",
+                         (experiment_pk, trial))
+        return [dict(row) for row in rows]

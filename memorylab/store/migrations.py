@@ -16,6 +16,8 @@ from .schema import (
     CONTEXT_BLOCKS,
     EXPERIMENT_ARMS,
     EXPERIMENT_CASES,
+    EXPERIMENT_GRADES,
+    EXPERIMENT_LABELS,
     EXPERIMENT_PROBES,
     EXPERIMENT_RUNS,
     EXPERIMENTS,
@@ -106,6 +108,12 @@ def m009_message_pins(db):
 def m010_quarantine(db):
     """Where ``memorylab check --repair`` sets aside the rows it cannot read."""
     db.create(QUARANTINE)
+
+
+@migration
+def m011_experiment_labels(db):
+    """People's labels on probe verdicts, and other judges' verdicts on a trial's stored answers."""
+    db.create(EXPERIMENT_LABELS, EXPERIMENT_GRADES)
 
 
 SCHEMA_VERSION = len(MIGRATIONS)

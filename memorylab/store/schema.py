@@ -263,6 +263,30 @@ EXPERIMENT_RUNS = Table(
     ),
 )
 
+# A person's verdict on one probe of one arm's output (``Experiments.label``): ``correct`` is 1 when the
+# output truly keeps (or, graded, answers) what the probe asks, so the probe should pass; ``grade`` is
+# the person's own 0-1 grade of a graded answer. A label is keyed by what it judges, never by the run:
+# the case, the arm, the probe and ``output``, the digest of the context the arm left (and of the
+# answer, for a graded probe), so a re-run that leaves the same output shows the label again and one
+# that leaves another shows it as stale. ``trial`` is the trial it was last given on.
+EXPERIMENT_LABELS = Table(
+    "experiment_labels", key=("experiment_pk", "case_name", "arm", "probe_id", "output"), columns=(
+        EXPERIMENT_PK, Column("case_name"), Column("arm"), Column("probe_id"), Column("output"),
+        Column("trial", INTEGER), Column("correct", INTEGER), Column("grade", REAL, null=True),
+        Column("labelled_by"), Column("labelled_at", TIMESTAMP),
+    ),
+)
+
+# Another judge model's verdicts on a finished trial's stored answers (``Experiments.regrade``): the
+# run's own judge's verdicts stay in its ``scores``.
+EXPERIMENT_GRADES = Table(
+    "experiment_grades", key=("experiment_pk", "trial", "arm", "case_name", "probe_id", "judge_model"), columns=(
+        EXPERIMENT_PK, Column("trial", INTEGER), Column("arm"), Column("case_name"), Column("probe_id"),
+        Column("judge_model"), Column("score", REAL, null=True), Column("judge_output"),
+        Column("graded_at", TIMESTAMP),
+    ),
+)
+
 # Rows that ``memorylab check --repair`` set aside because they could not be read: the table a row came
 # from, its key there (a JSON object of the key columns), the whole row as it was stored (a JSON object
 # of its columns, the damaged text kept to the character), why, and when. Nothing here is read by the
@@ -276,7 +300,7 @@ QUARANTINE = Table(
 
 TABLES = (AGENTS, SESSIONS, MESSAGES, COMPACTIONS, MESSAGE_PINS, CONTEXT_BLOCKS, SKILL_ACTIVATIONS, SEARCH_ENTRIES,
           KV_ENTRIES, MEMORY_RECORDS, EXPERIMENTS, EXPERIMENT_ARMS, EXPERIMENT_CASES, EXPERIMENT_PROBES,
-          EXPERIMENT_RUNS, QUARANTINE)
+          EXPERIMENT_RUNS, QUARANTINE, EXPERIMENT_LABELS, EXPERIMENT_GRADES)
 """Every table; parents come before the tables that reference them."""
 
 POSTGRES_FUNCTIONS = (

@@ -58,12 +58,17 @@ def add_edge_cases(store):
         conn.execute("UPDATE kv_entries SET value = ? WHERE key = 'damaged'", (f'{{"was": "{HOSTILE}', ))
     assert len(repair_database(store)) == 1
     SqliteSearchProvider(store, tenant_id="acme", namespace="faq").set("shipping", "Parcels ship with DHL")
-    Experiments(store, tenant_id="acme").run({
+    experiments = Experiments(store, tenant_id="acme")
+    experiments.run({
         "name": f"edge {HOSTILE}", "description": HOSTILE,
         "arms": [{"name": "whole", "strategy": "none"}, {"name": "cut", "strategy": "window", "max_length": 60}],
         "cases": [{"name": "tree", "session": tree.session_id, "tenant": tree.tenant_id, "agent": tree.agent_id,
                    "probes": [{"id": "quokkas", "question": f"Which animal? {HOSTILE}", "facts": ["quokkas"]}]}],
     })
+    experiments.label(f"edge {HOSTILE}", 1, "tree", "cut", "quokkas", False, grade=0.25, by=HOSTILE)
+    store.experiments.save_grades(store.experiments.definition("acme", f"edge {HOSTILE}")["pk"], [{
+        "trial": 1, "arm": "cut", "case_name": "tree", "probe_id": "quokkas", "judge_model": "openai/gpt-4o",
+        "score": 0.5, "judge_output": f"SCORE: 0.5 {HOSTILE}", "graded_at": "2026-01-02T03:04:05Z"}])
     LongTermMemory(store, workspace="edge").add_record(
         "Ana's flight to Zanzibar lands at noon", session_id="edge-tree", tags=["travel", "ünï"],
         body={"fact": "lands 12:00"}, importance=0.35)
