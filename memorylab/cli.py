@@ -14,6 +14,7 @@ from .check import check_database, repair_database
 from .errors import DamagedRowWarning, InvalidInputError, MemoryLabError
 from .history.session import Session
 from .importers import FORMATS, ReadBudget, detect_format, import_folder, import_source, source_format
+from .importers.watch import INTERVAL, watch_sources
 from .io import write_export
 from .samples import load_samples
 from .store import Store, is_postgres_url
@@ -64,6 +65,17 @@ def build_parser():
     imp.add_argument("--max-read-bytes", type=int, metavar="BYTES",
                      help="refuse a source whose read fills more disk: the spooled messages and SQLite's temporary "
                           "files (default: $MEMORYLAB_IMPORT_MAX_BYTES or 8 GiB)")
+
+    watch = command("watch", help="follow transcript files and folders (Claude Code projects, Codex sessions, "
+                                  "any JSON-lines format import reads) and import what they gain as they grow; "
+                                  "Ctrl-C stops")
+    watch.add_argument("paths", nargs="+", metavar="PATH",
+                       help="a file, or a folder whose files (new ones too) are followed, e.g. ~/.claude/projects")
+    watch.add_argument("--tenant", default="default",
+                       help="store the sessions under this tenant (default: %(default)s)")
+    watch.add_argument("--agent", help="store the sessions under this agent (default: the format's name)")
+    watch.add_argument("--interval", type=float, default=INTERVAL, metavar="SECONDS",
+                       help="seconds between two looks at the files (default: %(default)s)")
 
     exp = command("export", help="export one session, all branches and overlays, as JSON")
     exp.add_argument("session_id")
@@ -138,6 +150,26 @@ def _import(store, args):
     if sys.stderr.isatty():
         print(file=sys.stderr)
     print(report)
+
+
+def _watch(store, args):
+    print(f"watching {', '.join(args.paths)} into {store.path}; Ctrl-C stops", file=sys.stderr, flush=True)
+    try:
+        watch_sources(store, args.paths, interval=args.interval, agent_id=args.agent, tenant_id=args.tenant,
+                      on_import=_show_import, on_problem=_show_problem)
+    except KeyboardInterrupt:
+        print("memorylab: watch stopped", file=sys.stderr)
+
+
+def _show_import(report):
+    for s in report.sessions:
+        if s.messages_added or s.overlays_added:
+            print(f"{report.source}: {s.session_id} (agent {s.agent_id}) +{s.messages_added} message(s)"
+                  f"{f', +{s.overlays_added} overlay(s)' if s.overlays_added else ''}", flush=True)
+
+
+def _show_problem(path, message):
+    print(f"memorylab: {message}", file=sys.stderr, flush=True)
 
 
 def _import_folder(store, args):
@@ -282,7 +314,8 @@ def _refuse_writing_over(store, args):
                                     "writing there would destroy the store; nothing was done, name another file")
 
 
-COMMANDS = {"audit": _audit, "eval": _eval, "demo": _demo, "import": _import, "export": _export, "stats": _stats, "check": _check}
+COMMANDS = {"audit": _audit, "eval": _eval, "demo": _demo, "import": _import, "export": _export, "stats": _stats, "check": _check,
+            "watch": _watch}
 
 
 def _show_progress(step, done, total=None):
