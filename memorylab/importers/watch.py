@@ -25,9 +25,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import ImportFormatError, InvalidInputError, MemoryLabError
-from . import detect_format, source_files
 from ..store import is_postgres_url
 from ..store.sqlite import writes_over
+from . import detect_format, source_files
 from .formats import PROBE_BYTES, SourceFormat
 from .source import SourceMessage, SourceSession, following
 from .writer import ImportReport, write_sessions
