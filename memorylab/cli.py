@@ -2,7 +2,9 @@
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -154,11 +156,14 @@ def _import(store, args):
 
 def _watch(store, args):
     print(f"watching {', '.join(args.paths)} into {store.path}; Ctrl-C stops", file=sys.stderr, flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())  # `kill` stops it as cleanly as Ctrl-C
     try:
-        watch_sources(store, args.paths, interval=args.interval, agent_id=args.agent, tenant_id=args.tenant,
-                      on_import=_show_import, on_problem=_show_problem)
+        watch_sources(store, args.paths, interval=args.interval, stop=stop, agent_id=args.agent,
+                      tenant_id=args.tenant, on_import=_show_import, on_problem=_show_problem)
     except KeyboardInterrupt:
-        print("memorylab: watch stopped", file=sys.stderr)
+        pass
+    print("memorylab: watch stopped", file=sys.stderr)
 
 
 def _show_import(report):
