@@ -9,6 +9,7 @@
 import streamlit as st
 
 from lab_ui.chat_messages import branch_switcher, render_parts, sibling_ids
+from lab_ui.live import live_updates
 from lab_ui.models import completion_settings
 from lab_ui.selection import active_leaf, branch_history, branch_key, select_leaf
 from lab_ui.session_context import lab_context_attached
@@ -20,6 +21,7 @@ store, session = setup_page("Chat")
 if session is None:
     st.title("Chat")
     st.stop()
+live_updates(session)
 
 from lab_ui.replay_panel import render_replay  # noqa: E402
 from memorylab.llm.chat import ChatRunner, chat_errors  # noqa: E402  (after the page shows: it loads the model layer)

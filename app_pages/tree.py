@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from lab_ui.audit_panel import dropped_panel, session_audits
+from lab_ui.live import live_updates
 from lab_ui.pin_manager import pin_manager
 from lab_ui.selection import active_leaf, branch_key, select_leaf
 from lab_ui.sidebar import session_page
@@ -190,6 +191,7 @@ def render_path(tree, history):
 
 
 store, session = session_page("Tree")
+live_updates(session)
 leaf_id = active_leaf(session)
 key = branch_key(session, None)
 tree = session_tree(key, session)

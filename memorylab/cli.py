@@ -2,7 +2,9 @@
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +17,7 @@ from .datasets import DATASETS, import_dataset
 from .errors import DamagedRowWarning, InvalidInputError, MemoryLabError
 from .history.session import Session
 from .importers import FORMATS, ReadBudget, detect_format, import_folder, import_source, source_format
+from .importers.watch import INTERVAL, watch_sources
 from .io import write_export
 from .samples import load_samples
 from .store import Store, database_exists, default_database, is_postgres_url, require_database
@@ -78,6 +81,17 @@ def build_parser():
     dataset_import.add_argument("--tenant", default="default", help="store the sessions under this tenant "
                                                                     "(default: %(default)s)")
     dataset_import.add_argument("--agent", help="store the sessions under this agent (default: the dataset's name)")
+
+    watch = command("watch", help="follow transcript files and folders (Claude Code projects, Codex sessions, "
+                                  "any JSON-lines format import reads) and import what they gain as they grow; "
+                                  "Ctrl-C stops")
+    watch.add_argument("paths", nargs="+", metavar="PATH",
+                       help="a file, or a folder whose files (new ones too) are followed, e.g. ~/.claude/projects")
+    watch.add_argument("--tenant", default="default",
+                       help="store the sessions under this tenant (default: %(default)s)")
+    watch.add_argument("--agent", help="store the sessions under this agent (default: the format's name)")
+    watch.add_argument("--interval", type=float, default=INTERVAL, metavar="SECONDS",
+                       help="seconds between two looks at the files (default: %(default)s)")
 
     exp = command("export", help="export one session, all branches and overlays, as JSON")
     exp.add_argument("session_id")
@@ -152,6 +166,29 @@ def _import(store, args):
     if sys.stderr.isatty():
         print(file=sys.stderr)
     print(report)
+
+
+def _watch(store, args):
+    print(f"watching {', '.join(args.paths)} into {store.path}; Ctrl-C stops", file=sys.stderr, flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())  # `kill` stops it as cleanly as Ctrl-C
+    try:
+        watch_sources(store, args.paths, interval=args.interval, stop=stop, agent_id=args.agent,
+                      tenant_id=args.tenant, on_import=_show_import, on_problem=_show_problem)
+    except KeyboardInterrupt:
+        pass
+    print("memorylab: watch stopped", file=sys.stderr)
+
+
+def _show_import(report):
+    for s in report.sessions:
+        if s.messages_added or s.overlays_added:
+            print(f"{report.source}: {s.session_id} (agent {s.agent_id}) +{s.messages_added} message(s)"
+                  f"{f', +{s.overlays_added} overlay(s)' if s.overlays_added else ''}", flush=True)
+
+
+def _show_problem(path, message):
+    print(f"memorylab: {message}", file=sys.stderr, flush=True)
 
 
 def _import_folder(store, args):
@@ -325,7 +362,7 @@ def _refuse_writing_over(store, args):
 
 
 COMMANDS = {"audit": _audit, "datasets": _datasets, "demo": _demo, "import": _import, "export": _export,
-            "stats": _stats, "check": _check}
+            "stats": _stats, "check": _check, "watch": _watch}
 
 
 def _show_progress(step, done, total=None):

@@ -14,8 +14,9 @@ a copy of the same conversation, or the same one grown, starts with too (see ``S
 """
 from __future__ import annotations
 
+import contextvars
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -152,18 +153,30 @@ def loads(text):
         raise ValueError("nested too deeply to read") from None
 
 
+LineSource = Callable[[object], "Iterator[tuple[int, bytes]] | None"]
+following: contextvars.ContextVar[LineSource | None] = contextvars.ContextVar("memorylab_following", default=None)
+"""Where ``json_lines`` reads a file's lines from, when not from the file itself: ``memorylab watch``
+hands a reader the lines of a growing file as they are written (``importers.watch``)."""
+
+
 def json_lines(path):
     """(line number, JSON value) of each non-empty line of a text file; a line that is not UTF-8 JSON is
     refused by its number."""
+    follow = following.get()
+    lines = follow(path) if follow is not None else None
+    for number, line in _file_lines(path) if lines is None else lines:
+        if not line.strip():
+            continue
+        try:
+            value = loads(line.decode("utf-8"))
+        except ValueError as error:  # UnicodeDecodeError is one
+            raise source_error(path, f"line {number}", f"not valid JSON ({error})") from None
+        yield number, value
+
+
+def _file_lines(path):
     with open(path, "rb") as file:
-        for number, line in enumerate(file, 1):
-            if not line.strip():
-                continue
-            try:
-                value = loads(line.decode("utf-8"))
-            except ValueError as error:  # UnicodeDecodeError is one
-                raise source_error(path, f"line {number}", f"not valid JSON ({error})") from None
-            yield number, value
+        yield from enumerate(file, 1)
 
 
 MALFORMED = (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError)
