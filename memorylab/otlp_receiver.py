@@ -101,12 +101,7 @@ class TraceCollector:
 
     def receive(self, body: bytes, content_type, content_encoding=None) -> int:
         """Take one request's spans (how many); a request that cannot be read raises and leaves nothing."""
-        try:
-            spans = decode_request(body, content_type, content_encoding, self.max_body)
-        except OtlpRequestError:
-            with self._lock:
-                self.stats.refused += 1
-            raise
+        spans = decode_request(body, content_type, content_encoding, self.max_body)
         now = time.monotonic()
         with self._lock:
             self.stats.requests += 1
@@ -115,6 +110,10 @@ class TraceCollector:
                 self._pending.setdefault(span.trace_id, []).append(span)
                 self._heard[span.trace_id] = now
         return len(spans)
+
+    def refused(self):
+        with self._lock:
+            self.stats.refused += 1
 
     def pending_spans(self) -> int:
         with self._lock:
@@ -205,6 +204,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, status, message):
         """A refusal, as the specification asks: a google.rpc.Status holding only its message."""
+        self.collector.refused()
         if self._media() == JSON:
             return self._send(status, json.dumps({"message": message}).encode())
         text = message.encode("utf-8")

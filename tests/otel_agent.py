@@ -23,7 +23,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 MODEL = "gpt-4o-mini"
 SESSION = "chat-42"
 SYSTEM = "You are a terse assistant."
-SUMMARY = "Summary so far: the user asked about files; there is a.txt; the user counts 1, 2, 3."
+SUMMARY = "Summary so far: the user asked which files are here: /srv/data/a.txt among them; then counted to 3."
+LISTING = "/srv/data/a.txt\n/srv/data/report-2025-03-01.csv"
 TOOL_CALL = "call_ls_1"
 
 
@@ -162,7 +163,7 @@ def converse(ask, run_tool):
     history = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "which files are here?"}]
     reply = ask(history)
     call = reply.tool_calls[0]
-    result = run_tool("ls", call.id, json.loads(call.function.arguments), "a.txt")
+    result = run_tool("ls", call.id, json.loads(call.function.arguments), LISTING)
     history += [said(reply), {"role": "tool", "tool_call_id": call.id, "content": result}]
     history.append(said(ask(history)))
     for number in ("1", "2"):
@@ -199,3 +200,19 @@ def _hex_ids(value):
         return {key: base64.b64decode(item).hex() if key in ("traceId", "spanId", "parentSpanId") else _hex_ids(item)
                 for key, item in value.items()}
     return value
+
+
+def synthetic_calls(tracer, conversation, calls, words=12):
+    """``calls`` GenAI chat spans of one conversation, made with the SDK without a model: each sends
+    the whole context so far and answers with a message of its own (for counting and throughput)."""
+    history = [{"role": "user", "parts": [{"type": "text", "content": f"{conversation} asks question 0"}]}]
+    for number in range(calls):
+        answer = {"role": "assistant", "parts": [{"type": "text", "content": " ".join(
+            f"{conversation}-{number}-{word}" for word in range(words))}], "finish_reason": "stop"}
+        with tracer.start_as_current_span(f"chat {MODEL}", attributes={
+                "gen_ai.operation.name": "chat", "gen_ai.request.model": MODEL,
+                "gen_ai.conversation.id": conversation, "gen_ai.usage.input_tokens": 10 * len(history),
+                "gen_ai.usage.output_tokens": words, "gen_ai.input.messages": json.dumps(history),
+                "gen_ai.output.messages": json.dumps([answer])}):
+            pass
+        history += [answer, {"role": "user", "parts": [{"type": "text", "content": f"question {number + 1}"}]}]

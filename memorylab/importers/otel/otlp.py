@@ -61,7 +61,11 @@ def spans_from_json(value) -> list[Span]:
     if not isinstance(value, dict):
         raise OtlpRequestError(f"expected an OTLP JSON object with 'resourceSpans', got {type(value).__name__}")
     try:
-        request = json_format.ParseDict(_ids_as_base64(value), _request_class()(), ignore_unknown_fields=True)
+        value = _ids_as_base64(value)
+    except RecursionError:
+        raise OtlpRequestError("not an OTLP JSON ExportTraceServiceRequest (nested too deeply to read)") from None
+    try:
+        request = json_format.ParseDict(value, _request_class()(), ignore_unknown_fields=True)
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as error:
         raise OtlpRequestError(f"not an OTLP JSON ExportTraceServiceRequest ({error})") from None
     return _spans(request)
