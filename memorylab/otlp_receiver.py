@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from .errors import OtlpRequestError
+from .errors import MemoryLabError, OtlpRequestError, StoreError
 from .importers.otel import AGENT_ID
 from .importers.otel.otlp import spans_from_json, spans_from_protobuf
 from .importers.otel.sessions import OtelSessions, SessionState
@@ -33,6 +33,8 @@ from .importers.writer import write_sessions
 MAX_BODY = 20 * 1024 * 1024
 """The largest request body, after inflating, that is read (the OTLP specification's recommended limit)."""
 SETTLE_SECONDS = 1.0
+MAX_PENDING_SPANS = 200_000
+"""Spans held unwritten at most: a request beyond that is answered 503, which exporters retry later."""
 PATH = "/v1/traces"
 PROTOBUF, JSON = "application/x-protobuf", "application/json"
 
@@ -48,6 +50,7 @@ class CollectStats:
     messages_added: int = 0
     overlays_added: int = 0
     write_failures: int = 0
+    rejected_spans: int = 0
 
 
 def decode_request(body: bytes, content_type: str | None, content_encoding: str | None = None,
@@ -89,21 +92,26 @@ class TraceCollector:
     """Spans received, held by trace until they settle, then written into ``store`` (see the module)."""
 
     def __init__(self, store, *, agent_id=AGENT_ID, tenant_id="default", settle=SETTLE_SECONDS,
-                 max_body=MAX_BODY, source="otlp"):
+                 max_body=MAX_BODY, max_pending=MAX_PENDING_SPANS, source="otlp"):
         self.store, self.agent_id, self.tenant_id = store, agent_id, tenant_id
-        self.settle, self.max_body, self.source = settle, max_body, source
+        self.settle, self.max_body, self.max_pending, self.source = settle, max_body, max_pending, source
         self.sessions = OtelSessions(seed=self._stored_state)
         self.stats = CollectStats()
         self._pending: dict[str, list] = {}
+        self._held = 0
         self._heard: dict[str, float] = {}  # trace id -> when its latest span arrived
         self._lock = threading.Lock()
         self._writing = threading.Lock()
+        self.rejections: list[str] = []
 
     def receive(self, body: bytes, content_type, content_encoding=None) -> int:
         """Take one request's spans (how many); a request that cannot be read raises and leaves nothing."""
         spans = decode_request(body, content_type, content_encoding, self.max_body)
         now = time.monotonic()
         with self._lock:
+            if self._held and self._held + len(spans) > self.max_pending:
+                raise OtlpRequestError(f"{self._held:,} spans wait to be written; send these again shortly", 503)
+            self._held += len(spans)
             self.stats.requests += 1
             self.stats.spans += len(spans)
             for span in spans:
@@ -117,7 +125,7 @@ class TraceCollector:
 
     def pending_spans(self) -> int:
         with self._lock:
-            return sum(map(len, self._pending.values()))
+            return self._held
 
     def flush(self, everything=False):
         """Write the traces quiet for ``settle`` seconds (every held trace when ``everything``); the
@@ -126,19 +134,51 @@ class TraceCollector:
             spans = self._take_settled(everything)
             if not spans:
                 return None
-            sessions = self.sessions.batch(spans)
             try:
-                report = write_sessions(self.store, sessions, source=self.source, format_name="otel",
-                                        agent_id=self.agent_id, tenant_id=self.tenant_id)
-            except BaseException:
-                self.sessions.forget(s.source_id for s in sessions)
-                self._put_back(spans)
-                self.stats.write_failures += 1
+                return self._write(spans)
+            finally:
+                with self._lock:
+                    self._held -= len(spans)
+
+    def _write(self, spans):
+        try:
+            return self._write_batch(spans)
+        except (StoreError, OSError, KeyboardInterrupt):
+            self._put_back(spans)  # the store's trouble, not the spans': they wait for the next flush
+            raise
+        except MemoryLabError:
+            return self._write_traces_alone(spans)
+
+    def _write_batch(self, spans):
+        try:
+            report = write_sessions(self.store, self.sessions.batch(spans), source=self.source, format_name="otel",
+                                    agent_id=self.agent_id, tenant_id=self.tenant_id)
+        except BaseException:
+            self.sessions.forget(list(self.sessions.states))  # read back from the store when next needed
+            self.stats.write_failures += 1
+            raise
+        self.stats.llm_calls += self.sessions.last_batch_calls
+        self.stats.messages_added += report.messages_added
+        self.stats.overlays_added += report.overlays_added
+        return report
+
+    def _write_traces_alone(self, spans):
+        """A batch the writer refused for what a span holds: each trace is written on its own, and a
+        trace refused alone is dropped (``stats.rejected_spans``) with its reason, the others kept."""
+        by_trace: dict[str, list] = {}
+        for span in sorted(spans, key=lambda s: s.start):
+            by_trace.setdefault(span.trace_id, []).append(span)
+        report, traces = None, list(by_trace.items())
+        for number, (trace_id, trace_spans) in enumerate(traces):
+            try:
+                report = self._write_batch(trace_spans)
+            except (StoreError, OSError):
+                self._put_back([span for _, unwritten in traces[number:] for span in unwritten])
                 raise
-            self.stats.llm_calls += self.sessions.last_batch_calls
-            self.stats.messages_added += report.messages_added
-            self.stats.overlays_added += report.overlays_added
-            return report
+            except MemoryLabError as error:
+                self.stats.rejected_spans += len(trace_spans)
+                self.rejections.append(f"trace {trace_id}: {error}")
+        return report
 
     def _take_settled(self, everything):
         cutoff = time.monotonic() - self.settle
@@ -151,6 +191,7 @@ class TraceCollector:
 
     def _put_back(self, spans):
         with self._lock:
+            self._held += len(spans)
             for span in spans:
                 self._pending.setdefault(span.trace_id, []).append(span)
                 self._heard.setdefault(span.trace_id, time.monotonic())
@@ -194,7 +235,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self.collector.receive(body, self.headers.get("Content-Type"), self.headers.get("Content-Encoding"))
         except OtlpRequestError as error:
-            return self._answer(error.status, str(error))
+            return self._answer(error.status, str(error), {"Retry-After": "1"} if error.status == 503 else {})
         self._send(200, b"")  # an empty ExportTraceServiceResponse, in either encoding
 
     def do_GET(self):
@@ -202,16 +243,18 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_PUT = do_DELETE = do_GET
 
-    def _answer(self, status, message):
+    def _answer(self, status, message, headers=()):
         """A refusal, as the specification asks: a google.rpc.Status holding only its message."""
         self.collector.refused()
         if self._media() == JSON:
-            return self._send(status, json.dumps({"message": message}).encode())
+            return self._send(status, json.dumps({"message": message}).encode(), headers)
         text = message.encode("utf-8")
-        self._send(status, b"\x12" + _varint(len(text)) + text)  # field 2 (message), length-delimited
+        self._send(status, b"\x12" + _varint(len(text)) + text, headers)  # field 2 (message), length-delimited
 
-    def _send(self, status, body):
+    def _send(self, status, body, headers=()):
         self.send_response(status)
+        for name, value in dict(headers).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", JSON if self._media() == JSON else PROTOBUF)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

@@ -186,3 +186,22 @@ def test_the_collect_command_serves_until_interrupted(store_target, spans):
     assert f"{len(spans)} span(s), 8 LLM call(s), 17 messages added, 0 request(s) refused" in err
     with Store(store_target) as store:
         assert len(Session.open(store, SESSION, agent_id="otel").get_compactions()) == 1
+
+
+def test_a_trace_the_writer_refuses_is_dropped_alone_and_said_why(store):
+    provider = tracer_provider()
+    tracer = provider.get_tracer("t")
+    synthetic_calls(tracer, "good", 2)
+    with tracer.start_as_current_span("chat", attributes={
+            "gen_ai.operation.name": "chat", "gen_ai.conversation.id": "unstorable",
+            "gen_ai.input.messages": '[{"role": "user", "parts": [{"type": "text", "content": "\\ud800"}]}]'}):
+        pass  # a lone surrogate: JSON holds it, UTF-8 cannot
+    synthetic_calls(tracer, "two\nlines", 1)  # no id memorylab stores: a digest of it is
+    collector = TraceCollector(store, settle=0)
+    collector.receive(encode_spans(provider.memory.get_finished_spans()).SerializeToString(), "application/x-protobuf")
+    collector.flush(everything=True)
+    assert (collector.stats.rejected_spans, collector.pending_spans()) == (1, 0)
+    assert "unpaired surrogate" in collector.rejections[0]
+    stored = {row["session_id"]: row["message_count"] for row in store.sessions.list(agent_id="otel")}
+    assert stored.pop("good") == 4 and list(stored.values()) == [2]
+    assert next(iter(stored)).startswith("conversation-")

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 
 from .otlp import Span
+from .tree import digest
 
 LLM_OPERATIONS = ("chat", "text_completion", "generate_content")
 ROLES = {"system": "system", "developer": "system", "user": "user", "human": "user", "assistant": "assistant",
@@ -33,15 +34,41 @@ _INDEXED = re.compile(r"(\d+)\.(.+)")
 
 @dataclass
 class LlmCall:
-    """One model call: the context it sent, the answers it got (choices), and what memorylab keeps of it."""
+    """One model call: the context it sent as the span holds it (``raw_context``, read into messages by a
+    ``ContextReader``), the answers it got (choices), and what memorylab keeps of it."""
 
     span: Span
     convention: str
-    context: list[dict]
+    raw_context: list[dict]
     outputs: list[dict]
     conversation_id: str | None
     facts: dict = field(default_factory=dict)
     tool_runs: list[dict] = field(default_factory=list)
+
+
+class ContextReader:
+    """One conversation's contexts read into messages and their digests. Each call sends the context
+    of the one before and more, so the part it shares with the previous call (equal as the span holds
+    it) is taken from that call's reading, and only the rest is read."""
+
+    def __init__(self):
+        self.raw: list[dict] = []
+        self.messages: list[dict] = []
+        self.digests: list[str] = []
+        self.tool_names: dict[str, str] = {}
+
+    def read(self, call: LlmCall) -> tuple[list[dict], list[str]]:
+        raw, convert = call.raw_context, CONVERTERS[call.convention]
+        shared = 0
+        for before, now in zip(self.raw, raw):
+            if before != now:
+                break
+            shared += 1
+        new = [convert(item) for item in raw[shared:]]
+        _name_results(new, self.tool_names)
+        self.raw, self.messages = raw, self.messages[:shared] + new
+        self.digests = self.digests[:shared] + [digest(m) for m in new]
+        return self.messages, self.digests
 
 
 @dataclass
@@ -70,12 +97,13 @@ def is_llm_span(span: Span) -> bool:
 def llm_call(span: Span) -> LlmCall | None:
     """The call an LLM span records, or None when it holds no messages (content capture was off)."""
     if span.attributes.get("openinference.span.kind") == "LLM":
-        convention, context, outputs = "openinference", *_openinference_messages(span.attributes)
+        convention, (context, outputs) = "openinference", _openinference_messages(span.attributes)
     else:
-        convention, context, outputs = "gen_ai", *_gen_ai_messages(span.attributes)
+        convention, (context, outputs) = "gen_ai", _gen_ai_messages(span.attributes)
     if not context and not outputs:
         return None
-    _name_results(context + outputs)
+    outputs = [CONVERTERS[convention](item) for item in outputs]
+    _name_results(outputs, {})
     return LlmCall(span, convention, context, outputs, conversation_id(span), _call_facts(span))
 
 
@@ -126,9 +154,9 @@ def _openinference_messages(attributes):
 
 
 def _indexed_messages(attributes, prefix) -> list[dict]:
-    """``<prefix><i>.message.<field>`` attributes, unflattened by index and read as messages."""
+    """``<prefix><i>.message.<field>`` attributes, unflattened by index: the fields of each message."""
     flat = {key[len(prefix):]: value for key, value in attributes.items() if key.startswith(prefix)}
-    return [_openinference_message(fields) for fields in _by_index(flat, "message.")]
+    return _by_index(flat, "message.")
 
 
 def _by_index(flat: dict, inner: str) -> list[dict]:
@@ -175,11 +203,12 @@ def _openinference_content(item) -> dict:
 
 
 def _gen_ai_messages(attributes):
+    """The input and output messages as their JSON holds them, the system instructions first."""
     instructions = _json_list(attributes.get("gen_ai.system_instructions"))
-    context = [_gen_ai_message(m) for m in _json_list(attributes.get("gen_ai.input.messages"))]
+    context = _json_list(attributes.get("gen_ai.input.messages"))
     if instructions:
-        context.insert(0, {"role": "system", "parts": [_gen_ai_part(p) for p in instructions]})
-    return context, [_gen_ai_message(m) for m in _json_list(attributes.get("gen_ai.output.messages"))]
+        context.insert(0, {"role": "system", "parts": instructions})
+    return context, _json_list(attributes.get("gen_ai.output.messages"))
 
 
 def _json_list(value) -> list:
@@ -214,6 +243,10 @@ def _gen_ai_part(part: dict) -> dict:
     return {"type": "data-otel", "data": part}
 
 
+CONVERTERS = {"openinference": _openinference_message, "gen_ai": _gen_ai_message}
+"""By convention, how one message as the span holds it becomes a memorylab message."""
+
+
 # --- parts both share
 
 
@@ -243,9 +276,9 @@ def _json_or_text(value):
     return value
 
 
-def _name_results(messages):
-    """Name each tool result after the call it answers, earlier in the same messages."""
-    names = {}
+def _name_results(messages, names):
+    """Name each tool result after the call it answers, earlier in the same messages or among ``names``
+    (call id -> tool name), which gains the calls of ``messages``."""
     for message in messages:
         for part in message["parts"]:
             if part.get("state") == "input-available":

@@ -11,16 +11,21 @@ no call asked for) is kept in its session's ``otel_spans`` metadata.
 """
 from __future__ import annotations
 
-from collections import defaultdict
+import hashlib
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from ...errors import InvalidInputError
+from ...validation import check_identifier
 from ..source import SourceMessage, SourceSession, chat_usage
-from .conventions import LlmCall, conversation_id, is_llm_span, llm_call, tool_run
+from .conventions import ContextReader, LlmCall, conversation_id, is_llm_span, llm_call, tool_run
 from .otlp import Span
 from .tree import ConversationTree, Placed
 
+HELD_SESSIONS = 2000
+"""Sessions a collector keeps in memory between batches (their trees: some 200 bytes a message)."""
 ATTRIBUTE_CHARS = 2000
 """How much of one attribute's text a span kept in ``otel_spans`` holds (the rest is cut, saying how much)."""
 
@@ -38,12 +43,13 @@ class SessionState:
 
 class OtelSessions:
     """The sessions spans go into; ``seed(session_id)`` gives the state of a session the store holds
-    (a collector's), None for a new one. ``unplaced`` counts the spans of traces that held no LLM call
-    of a session known here: they are in no session, so nothing keeps them."""
+    (a collector's), None for a new one. With a seed, only the ``held`` sessions used last stay in
+    memory: another is read back when its spans come. ``unplaced`` counts the spans of traces that held
+    no LLM call of a session known here: they are in no session, so nothing keeps them."""
 
-    def __init__(self, seed: Callable[[str], SessionState | None] | None = None):
-        self.seed = seed
-        self.states: dict[str, SessionState] = {}
+    def __init__(self, seed: Callable[[str], SessionState | None] | None = None, held=HELD_SESSIONS):
+        self.seed, self.held = seed, held
+        self.states: OrderedDict[str, SessionState] = OrderedDict()
         self.unplaced = 0
         self.last_batch_calls = 0
 
@@ -53,22 +59,33 @@ class OtelSessions:
             self.states.pop(session_id, None)
 
     def _state(self, session_id) -> SessionState:
-        if session_id not in self.states:
+        if session_id in self.states:
+            self.states.move_to_end(session_id)
+        else:
             self.states[session_id] = (self.seed(session_id) if self.seed else None) or SessionState()
         return self.states[session_id]
+
+    def _let_go(self, keep):
+        """Hold no more than ``held`` sessions (those of this batch stay, whatever their number)."""
+        while self.seed and len(self.states) > self.held:
+            oldest = next(iter(self.states))
+            if oldest in keep:
+                return
+            del self.states[oldest]
 
     def batch(self, spans: Iterable[Span]) -> list[SourceSession]:
         """The sessions these spans add to, with what they add."""
         calls, others = _read_spans(spans)
         self.last_batch_calls = len(calls)
         placed: dict[str, Placed] = {}
-        titles = {}
+        titles, readers = {}, defaultdict(ContextReader)
         for session_id, call in sorted(calls, key=lambda c: (c[1].span.start, c[1].span.span_id)):
             state = self._state(session_id)
+            context, digests = readers[session_id].read(call)
             if not state.titled:
-                titles[session_id] = _title(call.context)
+                titles[session_id] = _title(context)
                 state.titled = titles[session_id] is not None
-            state.tree.place(call.context, call.outputs, call.span.start, _message_maker(call),
+            state.tree.place(context, digests, call.outputs, call.span.start, _message_maker(call),
                              f"trace {call.span.trace_id}, span {call.span.span_id}",
                              placed.setdefault(session_id, Placed()))
             _note_call(state, call)
@@ -80,7 +97,9 @@ class OtelSessions:
                 state.span_ids.add(span.span_id)
                 state.spans.append(_kept_span(span))
                 placed.setdefault(session_id, Placed())  # its metadata changed
-        return [self._session(session_id, found, titles.get(session_id)) for session_id, found in placed.items()]
+        sessions = [self._session(session_id, found, titles.get(session_id)) for session_id, found in placed.items()]
+        self._let_go(placed)
+        return sessions
 
     def _session(self, session_id, placed, title) -> SourceSession:
         state = self.states[session_id]
@@ -111,9 +130,18 @@ def _read_spans(spans):
         for span in trace_spans:
             call = llm_call(span) if is_llm_span(span) else None
             (trace_calls if call else rest).append(call or span)
-        calls += [(call.conversation_id or named or trace_id, call) for call in trace_calls]
-        others += [(named or trace_id, span) for span in rest if not _attached(span, trace_calls)]
+        calls += [(_session_id(call.conversation_id or named or trace_id), call) for call in trace_calls]
+        others += [(_session_id(named or trace_id), span) for span in rest if not _attached(span, trace_calls)]
     return calls, others
+
+
+def _session_id(conversation_id) -> str:
+    """The conversation id, or where it is no id memorylab stores (too long, control characters) a
+    digest of it."""
+    try:
+        return check_identifier(conversation_id, "session id")
+    except InvalidInputError:
+        return "conversation-" + hashlib.sha1(conversation_id.encode("utf-8", "replace")).hexdigest()[:20]
 
 
 def _attached(span, calls: list[LlmCall]) -> bool:

@@ -85,10 +85,10 @@ class ConversationTree:
 
     # --- placing a call
 
-    def place(self, context, answers, start, make_message, where, placed: Placed) -> str | None:
-        """Place one call: ``context`` and ``answers`` are messages (``{"role", "parts"}``); new ones
-        become ``make_message(message, id, is_answer)`` in ``placed``. Returns the first answer's id."""
-        digests = [digest(m) for m in context]
+    def place(self, context, digests, answers, start, make_message, where, placed: Placed) -> str | None:
+        """Place one call: ``context`` (with the ``digest`` of each) and ``answers`` are messages
+        (``{"role", "parts"}``); new ones become ``make_message(message, id, is_answer)`` in ``placed``.
+        Returns the first answer's id."""
         node, index = self._walk(None, digests, 0)
         if index < len(digests) and self._compaction(node, context, digests, index, start, where, placed):
             node, index = self._walk(node, digests, index)
