@@ -34,12 +34,11 @@ _INDEXED = re.compile(r"(\d+)\.(.+)")
 
 @dataclass
 class LlmCall:
-    """One model call: the context it sent as the span holds it (``raw_context``, read into messages by a
-    ``ContextReader``), the answers it got (choices), and what memorylab keeps of it."""
+    """One model call: its span (whose context a ``ContextReader`` reads when the call is placed), the
+    answers it got (choices), and what memorylab keeps of it."""
 
     span: Span
     convention: str
-    raw_context: list[dict]
     outputs: list[dict]
     conversation_id: str | None
     facts: dict = field(default_factory=dict)
@@ -56,9 +55,14 @@ class ContextReader:
         self.messages: list[dict] = []
         self.digests: list[str] = []
         self.tool_names: dict[str, str] = {}
+        self.input_text, self.inputs = "", []  # the previous GenAI call's gen_ai.input.messages, and parsed
 
     def read(self, call: LlmCall) -> tuple[list[dict], list[str]]:
-        raw, convert = call.raw_context, CONVERTERS[call.convention]
+        convert = CONVERTERS[call.convention]
+        if call.convention == "gen_ai":
+            raw = self._gen_ai_context(call.span.attributes)
+        else:
+            raw = _indexed_messages(call.span.attributes, "llm.input_messages.")
         shared = 0
         for before, now in zip(self.raw, raw):
             if before != now:
@@ -69,6 +73,22 @@ class ContextReader:
         self.raw, self.messages = raw, self.messages[:shared] + new
         self.digests = self.digests[:shared] + [digest(m) for m in new]
         return self.messages, self.digests
+
+    def _gen_ai_context(self, attributes) -> list[dict]:
+        """The system instructions and input messages; JSON that goes on from the previous call's (as
+        a serializer writes a grown list) is parsed from where that ended."""
+        text = attributes.get("gen_ai.input.messages")
+        inputs = None
+        if isinstance(text, str) and len(self.input_text) > 2 and text.startswith(self.input_text[:-1]):
+            tail = text[len(self.input_text) - 1:].lstrip()
+            if tail.startswith(","):
+                added = _json_list("[" + tail[1:])
+                inputs = self.inputs + added if added else None
+        if inputs is None:
+            inputs = _json_list(text)
+        self.input_text, self.inputs = (text, inputs) if isinstance(text, str) else ("", [])
+        instructions = _json_list(attributes.get("gen_ai.system_instructions"))
+        return ([{"role": "system", "parts": instructions}] if instructions else []) + inputs
 
 
 @dataclass
@@ -96,15 +116,19 @@ def is_llm_span(span: Span) -> bool:
 
 def llm_call(span: Span) -> LlmCall | None:
     """The call an LLM span records, or None when it holds no messages (content capture was off)."""
-    if span.attributes.get("openinference.span.kind") == "LLM":
-        convention, (context, outputs) = "openinference", _openinference_messages(span.attributes)
+    attributes = span.attributes
+    if attributes.get("openinference.span.kind") == "LLM":
+        convention, outputs = "openinference", _indexed_messages(attributes, "llm.output_messages.")
+        has_context = any(key.startswith("llm.input_messages.") for key in attributes)
     else:
-        convention, (context, outputs) = "gen_ai", _gen_ai_messages(span.attributes)
-    if not context and not outputs:
+        convention, outputs = "gen_ai", _json_list(attributes.get("gen_ai.output.messages"))
+        has_context = bool(_json_list(attributes.get("gen_ai.system_instructions"))) or attributes.get(
+            "gen_ai.input.messages") not in (None, "", "[]")
+    if not has_context and not outputs:
         return None
     outputs = [CONVERTERS[convention](item) for item in outputs]
     _name_results(outputs, {})
-    return LlmCall(span, convention, context, outputs, conversation_id(span), _call_facts(span))
+    return LlmCall(span, convention, outputs, conversation_id(span), _call_facts(span))
 
 
 def tool_run(span: Span) -> ToolRun | None:
@@ -147,10 +171,6 @@ def _duration_ms(span: Span):
 
 
 # --- OpenInference: messages flattened into attributes
-
-
-def _openinference_messages(attributes):
-    return _indexed_messages(attributes, "llm.input_messages."), _indexed_messages(attributes, "llm.output_messages.")
 
 
 def _indexed_messages(attributes, prefix) -> list[dict]:
@@ -200,15 +220,6 @@ def _openinference_content(item) -> dict:
 
 
 # --- GenAI: messages as JSON
-
-
-def _gen_ai_messages(attributes):
-    """The input and output messages as their JSON holds them, the system instructions first."""
-    instructions = _json_list(attributes.get("gen_ai.system_instructions"))
-    context = _json_list(attributes.get("gen_ai.input.messages"))
-    if instructions:
-        context.insert(0, {"role": "system", "parts": instructions})
-    return context, _json_list(attributes.get("gen_ai.output.messages"))
 
 
 def _json_list(value) -> list:
