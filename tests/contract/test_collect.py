@@ -205,3 +205,16 @@ def test_a_trace_the_writer_refuses_is_dropped_alone_and_said_why(store):
     stored = {row["session_id"]: row["message_count"] for row in store.sessions.list(agent_id="otel")}
     assert stored.pop("good") == 4 and list(stored.values()) == [2]
     assert next(iter(stored)).startswith("conversation-")
+
+
+def test_a_collector_behind_on_its_writes_answers_503_to_be_tried_again(store, spans):
+    collector = TraceCollector(store, settle=60, max_pending=len(spans))
+    with serving(collector, port=0) as server:
+        body = encode_spans(spans).SerializeToString()
+        assert post(endpoint(server), body)[0] == 200
+        status, message = post(endpoint(server), body)
+        assert (status, collector.pending_spans()) == (503, len(spans))
+        assert "send these again shortly" in message
+        collector.flush(everything=True)
+        assert post(endpoint(server), body)[0] == 200
+    assert collector.stats.spans == 2 * len(spans)

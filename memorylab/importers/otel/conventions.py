@@ -142,7 +142,7 @@ def tool_run(span: Span) -> ToolRun | None:
     else:
         return None
     facts = {"span_id": span.span_id, "name": name, "call_id": call_id, "arguments": _json_or_text(arguments),
-             "result": _json_or_text(result), "status": span.status, "duration_ms": _duration_ms(span)}
+             "result": _json_or_text(result), "status": span.status, "duration_ms": duration_ms(span)}
     if span.status_message:
         facts["error"] = span.status_message
     return ToolRun(span, call_id if isinstance(call_id, str) else None, name if isinstance(name, str) else None,
@@ -166,7 +166,8 @@ def _first(attributes, *keys):
     return next((attributes[key] for key in keys if attributes.get(key) is not None), None)
 
 
-def _duration_ms(span: Span):
+def duration_ms(span: Span):
+    """How long the span took, in milliseconds; None when it has no times."""
     return round((span.end - span.start) / 1e6, 3) if span.end >= span.start > 0 else None
 
 

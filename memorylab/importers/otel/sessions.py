@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from ...errors import InvalidInputError
 from ...validation import check_identifier
 from ..source import SourceMessage, SourceSession, chat_usage
-from .conventions import ContextReader, LlmCall, conversation_id, is_llm_span, llm_call, tool_run
+from .conventions import ContextReader, LlmCall, conversation_id, duration_ms, is_llm_span, llm_call, tool_run
 from .otlp import Span
 from .tree import ConversationTree, Placed
 
@@ -188,7 +188,7 @@ def _message_maker(call: LlmCall):
             usage = chat_usage(facts.get("prompt_tokens"), facts.get("completion_tokens"))
             extra = {"model": facts.get("model"), "usage": usage, "provider": facts.get("provider"),
                      "finish_reason": facts.get("finish_reason"), "response_id": facts.get("response_id"),
-                     "latency_ms": round((span.end - span.start) / 1e6, 3) if span.end >= span.start > 0 else None,
+                     "latency_ms": duration_ms(span),
                      "tool_runs": call.tool_runs or None}
             metadata.update((key, value) for key, value in extra.items() if value is not None)
         return {"id": message_id, "role": message["role"], "parts": message["parts"], "metadata": metadata,
@@ -202,7 +202,7 @@ def _kept_span(span: Span) -> dict:
     kind = attributes.get("openinference.span.kind") or attributes.get("gen_ai.operation.name") or span.kind
     kept = {"trace_id": span.trace_id, "span_id": span.span_id, "parent_span_id": span.parent_id or None,
             "name": span.name, "kind": kind, "start": _iso(span.start), "status": span.status,
-            "duration_ms": round((span.end - span.start) / 1e6, 3) if span.end >= span.start > 0 else None,
+            "duration_ms": duration_ms(span),
             "attributes": {key: _cut(value) for key, value in attributes.items()}}
     if is_llm_span(span):
         kept["note"] = "an LLM call that recorded no messages (its instrumentor's content capture is off)"
