@@ -42,6 +42,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import collect_speed  # benchmarks/collect_speed.py, beside this script
 from audit_speed import bench_audit, print_audit  # benchmarks/audit_speed.py, beside this script
 from corpus import QUERIES, kv_values, openai_messages  # benchmarks/corpus.py, beside this script
 from formatting import format_seconds  # benchmarks/formatting.py, shared with scripts/docs-tables
@@ -91,6 +92,7 @@ class Config:
     pg_stored: int
     model_repetitions: int
     imported_messages: int
+    collect_conversations: int
 
     def sized(self, count, full):
         """A workload size for the table, saying when --quick shrank it."""
@@ -101,12 +103,14 @@ FULL = Config(appends=10_000, append_batch=250, append_repetitions=5, read_repet
               stored_small=1_000, stored_large=100_000, scaling_appends=2_000, search_rounds=5,
               kv_entries=10_000, kv_repetitions=5, tree_nodes=2_000, figure_repetitions=5,
               import_repetitions=7, app_repetitions=5, pg_appends=2_000, pg_append_repetitions=3,
-              pg_stored=20_000, model_repetitions=3, imported_messages=100_000)
+              pg_stored=20_000, model_repetitions=3, imported_messages=100_000,
+              collect_conversations=50)
 QUICK = Config(appends=2_000, append_batch=250, append_repetitions=3, read_repetitions=5,
                stored_small=1_000, stored_large=20_000, scaling_appends=1_000, search_rounds=3,
                kv_entries=2_000, kv_repetitions=3, tree_nodes=2_000, figure_repetitions=3,
                import_repetitions=5, app_repetitions=3, pg_appends=1_000, pg_append_repetitions=2,
-               pg_stored=5_000, model_repetitions=1, imported_messages=20_000)
+               pg_stored=5_000, model_repetitions=1, imported_messages=20_000,
+               collect_conversations=10)
 
 
 @dataclass
@@ -786,6 +790,20 @@ async def write_sdk_sessions(path, conversations):
         session.close()
 
 
+def bench_collect(config, workdir):
+    """``memorylab collect`` in its own process, fed by 20 real OTLP/HTTP exporters at once
+    (benchmarks/collect_speed.py): the time until every span's messages are stored, against the time
+    2,000 spans a second would take; a span whose answer is not stored marks the row."""
+    seconds, sent, answers, peak = collect_speed.measure(workdir, config.collect_conversations)
+    memory = f", collect's peak memory {peak:.0f} MiB" if peak else ""
+    unit = (f"memorylab collect of {sent:,} GenAI LLM spans ({collect_speed.CALLS} calls a conversation) from "
+            f"{collect_speed.EXPORTERS} concurrent OTLP/HTTP exporters into an empty SQLite store: "
+            f"{sent / seconds:,.0f} spans/s{memory}"
+            f"{'' if config.collect_conversations == FULL.collect_conversations else ' (--quick)'}")
+    lost = f"{sent - answers:,} span(s) lost" if answers != sent else None
+    return [absolute_row("collect.otlp", seconds, sent / collect_speed.TARGET_SPANS_PER_SECOND, unit, note=lost)]
+
+
 EXPERIMENT_ARMS = 8
 BOOKKEEPING_TARGET = 0.005
 
@@ -1177,6 +1195,7 @@ BENCHMARKS = {
     "import": bench_import,
     "experiment": bench_experiment,
     "local_model": bench_local_model,
+    "collect": bench_collect,
 }
 
 

@@ -17,8 +17,10 @@ from .datasets import DATASETS, import_dataset
 from .errors import DamagedRowWarning, InvalidInputError, MemoryLabError
 from .history.session import Session
 from .importers import FORMATS, ReadBudget, detect_format, import_folder, import_source, source_format
+from .importers.otel import AGENT_ID
 from .importers.watch import INTERVAL, watch_sources
 from .io import write_export
+from .otlp_receiver import SETTLE_SECONDS, TraceCollector, serving
 from .samples import load_samples
 from .store import Store, database_exists, default_database, is_postgres_url, require_database
 from .store.sqlite import writes_over
@@ -137,6 +139,18 @@ def build_parser():
                             "file or folder (e.g. ~/.claude/projects), imported into a throwaway in-memory store")
     audit.add_argument("--json", metavar="OUT", help="also write the audits as JSON to this file")
 
+    collect = command("collect", help="receive OpenTelemetry traces of LLM calls over OTLP/HTTP (POST /v1/traces, "
+                                      "protobuf or JSON, gzip or not) and write their conversations into --db as "
+                                      "they arrive, until Ctrl-C")
+    collect.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: %(default)s)")
+    collect.add_argument("--port", type=int, default=4318, help="the port to listen on (default: %(default)s, "
+                                                                "OTLP/HTTP's)")
+    collect.add_argument("--agent", default=AGENT_ID, help="store the sessions under this agent (default: %(default)s)")
+    collect.add_argument("--tenant", default="default", help="store the sessions under this tenant (default: "
+                                                             "%(default)s)")
+    collect.add_argument("--settle", type=float, default=SETTLE_SECONDS, metavar="SECONDS",
+                         help="write a trace once no span of it arrived for this long (default: %(default)s)")
+
     about = ("copy a whole store to an empty one, SQLite or PostgreSQL, and verify the copy (row counts, "
              "every row, every session's export); nothing is written unless it verifies")
     copy = commands.add_parser("copy", aliases=["migrate"], help=about, description=about)
@@ -222,6 +236,29 @@ def _damage_reported():
             print(f"memorylab: warning: {warning.message}", file=sys.stderr)
         else:
             warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+
+
+def _collect(store, args):
+    collector = TraceCollector(store, agent_id=args.agent, tenant_id=args.tenant, settle=args.settle,
+                               source=f"otlp://{args.host}:{args.port}")
+
+    def written(report):
+        added = [s for s in report.sessions if s.messages_added or s.overlays_added]
+        if added:
+            print(f"wrote {report.messages_added:,} messages and {report.overlays_added:,} overlays into "
+                  f"{len(added)} session(s): {', '.join(s.session_id for s in added[:5])}"
+                  + (" ..." if len(added) > 5 else ""), flush=True)
+
+    try:
+        with serving(collector, args.host, args.port, on_flush=written):
+            print(f"memorylab collect: OTLP/HTTP traces at http://{args.host}:{args.port}/v1/traces, written into "
+                  f"{store.path} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+            threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    stats = collector.stats
+    print(f"memorylab collect: {stats.requests:,} request(s), {stats.spans:,} span(s), {stats.llm_calls:,} LLM "
+          f"call(s), {stats.messages_added:,} messages added, {stats.refused:,} request(s) refused", file=sys.stderr)
 
 
 def _export(store, args):
@@ -362,7 +399,7 @@ def _refuse_writing_over(store, args):
 
 
 COMMANDS = {"audit": _audit, "datasets": _datasets, "demo": _demo, "import": _import, "export": _export,
-            "stats": _stats, "check": _check, "watch": _watch}
+            "stats": _stats, "check": _check, "watch": _watch, "collect": _collect}
 
 
 def _show_progress(step, done, total=None):

@@ -27,6 +27,16 @@ class ImportFormatError(MemoryLabError, ValueError):
     """An import file is not a valid memorylab session export; nothing was written."""
 
 
+class OtlpRequestError(ImportFormatError):
+    """OTLP trace data memorylab cannot read; nothing was taken from it. ``status`` is what ``memorylab
+    collect`` answers such a request with: 400 for data it cannot decode, 413 for a body over its limit,
+    415 for a body that is neither protobuf nor JSON (the OTLP/HTTP specification's codes)."""
+
+    def __init__(self, message, status=400):
+        super().__init__(message)
+        self.status = status
+
+
 class ConflictError(MemoryLabError):
     """The write would overwrite something that exists (pass replace=True to allow it)."""
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..errors import ImportFormatError, InvalidInputError
-from . import claude_code, codex, langgraph, llm_logs, memorylab_export, openai_agents, openai_messages
+from . import claude_code, codex, langgraph, llm_logs, memorylab_export, openai_agents, openai_messages, otel
 from .formats import SourceFormat, SourceProbe
 from .source import PREVIOUS, SourceMessage, SourceOverlay, SourceSession
 from .spool import ReadBudget, spool
@@ -23,7 +23,7 @@ FORMATS = {
         # Databases first: their tables tell them apart for certain. Then the text formats, the most
         # specific first: an OpenAI message list is what a transcript or an export is not.
         openai_agents.FORMAT, langgraph.FORMAT, llm_logs.FORMAT,
-        memorylab_export.FORMAT, claude_code.FORMAT, codex.FORMAT, openai_messages.FORMAT,
+        memorylab_export.FORMAT, claude_code.FORMAT, codex.FORMAT, otel.FORMAT, openai_messages.FORMAT,
     )
 }
 """Every importable format by its ``--format`` name, in detection order."""

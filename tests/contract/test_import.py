@@ -169,7 +169,8 @@ def test_every_format_is_detected_by_content_and_the_rest_is_refused(tmp_path):
         detect_format(binary)
     with pytest.raises(ImportFormatError, match="unknown format 'csv'"):
         import_source(None, messages, format="csv")
-    assert set(FORMATS) == {"openai-agents", "langgraph", "llm", "memorylab", "claude-code", "codex", "openai-messages"}
+    assert set(FORMATS) == {"openai-agents", "langgraph", "llm", "memorylab", "claude-code", "codex", "otel",
+                            "openai-messages"}
 
 
 def test_a_memorylab_export_is_detected_and_imported_whole(store, tmp_path):

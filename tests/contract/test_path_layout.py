@@ -125,7 +125,7 @@ def test_a_branch_is_read_by_its_stretches_and_walked_only_when_they_do_not_link
 
 
 CREATED_AFTER_M006 = {"experiments", "experiment_arms", "experiment_cases", "experiment_probes", "experiment_runs",
-                      "message_pins", "quarantine"}
+                      "message_pins", "quarantine", "experiment_labels", "experiment_grades"}
 """The tables of migrations m008 and later (m007 only adds a column and an index to messages)."""
 
 
