@@ -90,9 +90,9 @@ _NUMBERED_VERSION = re.compile(
 )
 _MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
           r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
-_NUMERIC_DATE = re.compile(
-    r"(?<![\w.-])(?:(?P<iso>\d{4}-\d{2}-\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
-    r"|(?P<dotted>\d{1,2}\.\d{1,2}\.\d{4}))(?![\w])"
+_NUMERIC_DATE = re.compile(  # opens with its first digit, as _QUANTITY does
+    r"\d(?<![\w.-]\d)(?:(?P<iso>\d{3}-\d{2}-\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    r"|(?P<dotted>\d?\.\d{1,2}\.\d{4}))(?![\w])"
 )
 _WRITTEN_DATE = re.compile(
     rf"""(?<![\w.-])(?:
@@ -103,7 +103,9 @@ _WRITTEN_DATE = re.compile(
     re.VERBOSE,
 )
 _MONTH_HINT = re.compile("Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec")
-_TICKET = re.compile(r"(?<![\w-])(?P<key>[A-Z][A-Z0-9]{0,9}-\d{2,})(?![\w-])|(?<![\w&#])#(?P<number>\d{2,6})\b")
+_TICKET = re.compile(r"[A-Z#](?:(?<=[A-Z])(?<![\w-].)[A-Z0-9]{0,9}-\d{2,}(?![\w-])|(?<=#)(?<![\w&#].)\d{2,6}\b)")
+"""A key (ABC-123) or a number (#123). Like _QUANTITY, it opens with its first character and looks
+behind that one, so that the regex engine skips to the characters a match can start with."""
 _NOT_TICKETS = frozenset({"SHA", "ISO", "UTF", "AES", "RSA", "MD", "COVID", "GPT", "HTTP", "TLS", "SSL", "PEP", "ES",
                           "X", "RFC", "IEC", "CP", "WINDOWS", "LATIN", "ASCII", "FIPS", "ECMA", "IPV", "H", "E"})
 _SHA = re.compile(r"(?<![\w-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}(?![\w-])")
@@ -118,12 +120,15 @@ _UNITS = (
     r"USD|EUR|GBP|JPY|CHF|dollars?|euros?|pounds?|cores?|workers?|threads?|replicas?|x"
 )
 _QUANTITY = re.compile(
-    rf"""(?<![\w.,/-])(?:
-        [$€£¥]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|K|M|bn|million|billion|thousand)\b)?
-      | \d[\d,]*(?:\.\d+)?(?:\s?(?:k|million|billion|thousand))?(?:\s|-)?(?:{_UNITS})(?![\w])
+    rf"""[$€£¥\d](?<![\w.,/-].)(?:     # an amount or a number with its unit, not part of a word or a number
+        (?<=[$€£¥])\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|K|M|bn|million|billion|thousand)\b)?
+      | (?<=\d)[\d,]*(?:\.\d+)?(?:\s?(?:k|million|billion|thousand))?(?:\s|-)?(?:{_UNITS})(?![\w])
     )""",
     re.VERBOSE,
 )
+"""A pattern that opens with a look-behind makes the regex engine try a match at every position; one
+that opens with a character class lets it skip to the characters in that class. So this one opens with
+its first character, then looks behind that character at the one before it."""
 _EXCEPTION_LINE = re.compile(
     r"^\s*(?:E\s+)?(?:[\w.]+\.)?(?P<name>[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault|Failure))"
     r"(?::\s*(?P<message>\S.*))?$"
@@ -219,11 +224,11 @@ def _clean_url(url):
 
 
 def _date_form(match):
-    groups = match.groupdict()
+    groups = match.groupdict()  # a numeric date's groups hold all of it but its first digit
     if groups.get("iso"):
-        return match["iso"]
+        return match.string[match.start():match.end("iso")]
     if groups.get("dotted"):
-        day, month, year = match["dotted"].split(".")
+        day, month, year = match.group(0).split(".")
         return f"{year}-{int(month):02}-{int(day):02}"
     return " ".join(match.group(0).replace(",", " ").split()).lower()
 
@@ -253,10 +258,10 @@ _PHONE_HINT = re.compile(r"\d(?:(?<=\+\d)|(?<=\(\d)\d\d\)|\d\d[-.]\d\d\d[-.]\d)"
 
 
 def _ticket(match):
-    key = match["key"]
-    if key and key.split("-")[0] in _NOT_TICKETS:
+    key = match.group(0)
+    if not key.startswith("#") and key.split("-")[0] in _NOT_TICKETS:
         return None
-    return "identifier", match.group(0), match.group(0).upper()
+    return "identifier", key, key.upper()
 
 
 def _path(match):
