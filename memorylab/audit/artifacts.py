@@ -90,9 +90,9 @@ _NUMBERED_VERSION = re.compile(
 )
 _MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
           r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
-_NUMERIC_DATE = re.compile(
-    r"(?<![\w.-])(?:(?P<iso>\d{4}-\d{2}-\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
-    r"|(?P<dotted>\d{1,2}\.\d{1,2}\.\d{4}))(?![\w])"
+_NUMERIC_DATE = re.compile(  # opens with its first digit, as _QUANTITY does
+    r"\d(?<![\w.-]\d)(?:(?P<iso>\d{3}-\d{2}-\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    r"|(?P<dotted>\d?\.\d{1,2}\.\d{4}))(?![\w])"
 )
 _WRITTEN_DATE = re.compile(
     rf"""(?<![\w.-])(?:
@@ -102,8 +102,10 @@ _WRITTEN_DATE = re.compile(
     )(?![\w])""",
     re.VERBOSE,
 )
-_MONTH_HINTS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_TICKET = re.compile(r"(?<![\w-])(?P<key>[A-Z][A-Z0-9]{0,9}-\d{2,})(?![\w-])|(?<![\w&#])#(?P<number>\d{2,6})\b")
+_MONTH_HINT = re.compile("Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec")
+_TICKET = re.compile(r"[A-Z#](?:(?<=[A-Z])(?<![\w-].)[A-Z0-9]{0,9}-\d{2,}(?![\w-])|(?<=#)(?<![\w&#].)\d{2,6}\b)")
+"""A key (ABC-123) or a number (#123). Like _QUANTITY, it opens with its first character and looks
+behind that one, so that the regex engine skips to the characters a match can start with."""
 _NOT_TICKETS = frozenset({"SHA", "ISO", "UTF", "AES", "RSA", "MD", "COVID", "GPT", "HTTP", "TLS", "SSL", "PEP", "ES",
                           "X", "RFC", "IEC", "CP", "WINDOWS", "LATIN", "ASCII", "FIPS", "ECMA", "IPV", "H", "E"})
 _SHA = re.compile(r"(?<![\w-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}(?![\w-])")
@@ -118,12 +120,15 @@ _UNITS = (
     r"USD|EUR|GBP|JPY|CHF|dollars?|euros?|pounds?|cores?|workers?|threads?|replicas?|x"
 )
 _QUANTITY = re.compile(
-    rf"""(?<![\w.,/-])(?:
-        [$€£¥]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|K|M|bn|million|billion|thousand)\b)?
-      | \d[\d,]*(?:\.\d+)?(?:\s?(?:k|million|billion|thousand))?(?:\s|-)?(?:{_UNITS})(?![\w])
+    rf"""[$€£¥\d](?<![\w.,/-].)(?:     # an amount or a number with its unit, not part of a word or a number
+        (?<=[$€£¥])\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|K|M|bn|million|billion|thousand)\b)?
+      | (?<=\d)[\d,]*(?:\.\d+)?(?:\s?(?:k|million|billion|thousand))?(?:\s|-)?(?:{_UNITS})(?![\w])
     )""",
     re.VERBOSE,
 )
+"""A pattern that opens with a look-behind makes the regex engine try a match at every position; one
+that opens with a character class lets it skip to the characters in that class. So this one opens with
+its first character, then looks behind that character at the one before it."""
 _EXCEPTION_LINE = re.compile(
     r"^\s*(?:E\s+)?(?:[\w.]+\.)?(?P<name>[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault|Failure))"
     r"(?::\s*(?P<message>\S.*))?$"
@@ -140,23 +145,42 @@ _ERROR_HINTS = ("Error", "Exception", "Exit", "Interrupt", "Fault", "Failure", "
 _FENCE = re.compile(r"^```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 _SHELL_LANGUAGES = frozenset({"sh", "bash", "shell", "console", "zsh", "terminal", "shell-session", "ps", "powershell"})
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
-_DECISION = re.compile(
+
+
+class _Caseless:
+    """A case-blind pattern (its source in lower case) that reads a text's lowered copy wherever that
+    finds the same matches, which is nearly always: a case-blind regex tries each alternative at each
+    position, a plain one drops an alternative at its first letter."""
+
+    _TRAPS = ("\u0130", "\u0131", "\u017f")
+    """İ, which lowers to two characters, and ı and ſ, which match i and s case-blind but lower to
+    themselves: in Python 3.11's Unicode tables, the only characters where the two ways differ."""
+
+    def __init__(self, source):
+        self.blind = re.compile(source, re.IGNORECASE)
+        self.plain = re.compile(source)
+
+    def finditer(self, text, lower):
+        """The matches in ``text``, ``lower`` being ``text.lower()``."""
+        if text.isascii() or not any(trap in text for trap in self._TRAPS):
+            return self.plain.finditer(lower)
+        return self.blind.finditer(text)
+
+_DECISION = _Caseless(
     r"\b(?:(?:we|i)(?:'ll| will| are going to|'re going to| should| decided to| have decided to|'ve decided to)"
     r"|going forward,?)\s+(?:use|go with|switch to|stick with|adopt|migrate to|move to|target|ship|drop"
     r"|standardi[sz]e on)\b"
     r"|\blet(?:'s| us)\s+(?:do|go|make|use|lock|close|switch|move|stick|pin|drop|ship|skip|stay|book|take|cut)\b"
     r"|\b(?:settled on|opted for|going with|go (?:ahead )?with|decided (?:to|on|for|that))\b"
     r"|\b(?P<opening>agreed\b|(?:revised |final )?decision\b\s*(?:\([^)\n]{0,30}\))?\s*[:.])",
-    re.IGNORECASE,
 )
-_CONSTRAINT = re.compile(
+_CONSTRAINT = _Caseless(
     r"\b(?P<opening>never|always|don't|do not|keep)\b"
     r"|\b(?:don't|do not|never) (?:use|add|push|touch|change|delete|remove|send|call|contact|commit|merge|deploy|run"
     r"|install|include|put|ship|break)\b"
     r"|\bmust(?:n't| not)? (?:be|stay|remain|use|have|run|go|fit|keep|not|never|always|include|happen|finish|pass)\b"
     r"|\b(?:no new|no more than|at most|at least|under no circumstances|not allowed|only use|make sure|from now on"
     r"|keep it under|stay under|limit(?:ed)? to|i'd rather|i would rather|i prefer)\b",
-    re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
 """Where a sentence ends: a stop before a space or the end (not "7.10", "e.g.x"), or a line break."""
@@ -200,11 +224,11 @@ def _clean_url(url):
 
 
 def _date_form(match):
-    groups = match.groupdict()
+    groups = match.groupdict()  # a numeric date's groups hold all of it but its first digit
     if groups.get("iso"):
-        return match["iso"]
+        return match.string[match.start():match.end("iso")]
     if groups.get("dotted"):
-        day, month, year = match["dotted"].split(".")
+        day, month, year = match.group(0).split(".")
         return f"{year}-{int(month):02}-{int(day):02}"
     return " ".join(match.group(0).replace(",", " ").split()).lower()
 
@@ -221,16 +245,23 @@ _DOTTED_NUMBER = re.compile(r"\d\.\d")
 _VERSION_NAMES = ("ython ", "Node ", "node ", "ode.js ", "ostgre", "Java ", "Ruby ", "Go ", "Rust ", "PHP ", "Django ", "Rails ",
                   "React ", "Ubuntu ", "Debian ", "macOS ", "iOS ", "Android ", "Chrome ", "Firefox ", "Redis ",
                   "MySQL ", "Kubernetes ", "Docker ", "Terraform ", "ersion ", "elease ")
-_TICKET_HINT = re.compile(r"[A-Z0-9]-\d\d|#\d\d")
-_HEX_RUN = re.compile(r"[0-9a-f]{7}")
-_PHONE_HINT = re.compile(r"\+\d|\(\d{3}\)|\d{3}[-.]\d{3}[-.]\d")
+_VERSION_HINT = re.compile("|".join(map(re.escape, _VERSION_NAMES)))
+# The hints below open with a character or a class, not a look-behind or a repeat: the regex engine
+# then skips straight to where that character stands instead of trying a match at every position.
+_UUID_HINT = re.compile(r"-[0-9a-fA-F]{4}-")
+_TICKET_HINT = re.compile(r"[-#]\d\d")
+_HEX_PAIR = re.compile(r"\d(?:[a-f]|(?<=[a-f]\d))")
+"""A digit beside a letter a-f: every SHA has one, being hex with both."""
+_HEX_RUN = re.compile(r"[0-9a-f][0-9a-f]{6}")
+_PHONE_HINT = re.compile(r"\d(?:(?<=\+\d)|(?<=\(\d)\d\d\)|\d\d[-.]\d\d\d[-.]\d)")
+"""+1..., (555) or 555-123-4..."""
 
 
 def _ticket(match):
-    key = match["key"]
-    if key and key.split("-")[0] in _NOT_TICKETS:
+    key = match.group(0)
+    if not key.startswith("#") and key.split("-")[0] in _NOT_TICKETS:
         return None
-    return "identifier", match.group(0), match.group(0).upper()
+    return "identifier", key, key.upper()
 
 
 def _path(match):
@@ -243,15 +274,15 @@ _PROSE_KINDS = (
     # test that spares most texts most patterns.
     (lambda t: "://" in t, _URL, lambda m: ("url", *_clean_url(m.group(0)))),
     (lambda t: "@" in t, _EMAIL, lambda m: ("identifier", m.group(0), m.group(0).lower())),
-    (lambda t: t.count("-") >= 4, _UUID, lambda m: ("identifier", m.group(0), m.group(0).lower())),
+    (_UUID_HINT.search, _UUID, lambda m: ("identifier", m.group(0), m.group(0).lower())),
     (lambda t: "/" in t, _PATH, _path),
     (_FILE_HINT.search, _FILE_NAME, _path),
     (_DASHED_NUMBER.search, _NUMERIC_DATE, lambda m: ("date", m.group(0), _date_form(m))),
-    (lambda t: any(month in t for month in _MONTH_HINTS), _WRITTEN_DATE, lambda m: ("date", m.group(0), _date_form(m))),
-    (lambda t: any(name in t for name in _VERSION_NAMES), _NAMED_VERSION, lambda m: ("version", *_named_version(m))),
+    (_MONTH_HINT.search, _WRITTEN_DATE, lambda m: ("date", m.group(0), _date_form(m))),
+    (_VERSION_HINT.search, _NAMED_VERSION, lambda m: ("version", *_named_version(m))),
     (_DOTTED_NUMBER.search, _NUMBERED_VERSION, lambda m: ("version", m.group(0), m.group(0).lstrip("v"))),
     (_TICKET_HINT.search, _TICKET, _ticket),
-    (_HEX_RUN.search, _SHA, lambda m: ("identifier", m.group(0), m.group(0))),
+    (lambda t: _HEX_PAIR.search(t) and _HEX_RUN.search(t), _SHA, lambda m: ("identifier", m.group(0), m.group(0))),
     (_PHONE_HINT.search, _PHONE, lambda m: ("identifier", m.group(0), re.sub(r"[^\d+]", "", m.group(0)))),
     (_DIGIT.search, _QUANTITY, lambda m: ("quantity", m.group(0), " ".join(m.group(0).replace(",", "").split()).lower())),
 )
@@ -292,7 +323,7 @@ class _Finder:
                 continue
             for match in pattern.finditer(text):
                 start, end = match.span()
-                if any(claimed[start:end]):
+                if claimed.find(1, start, end) >= 0:
                     continue
                 artifact = found(match)
                 if artifact:
@@ -307,7 +338,7 @@ class _Finder:
         for pattern, hints, wanted in ((_DECISION, _DECISION_HINTS, True), (_CONSTRAINT, _CONSTRAINT_HINTS, constraints)):
             if wanted and any(hint in lower for hint in hints):
                 # An opening word ("agreed", "Decision:", "never", "keep") counts only where a sentence starts.
-                triggers += [m.start() for m in pattern.finditer(text)
+                triggers += [m.start() for m in pattern.finditer(text, lower)
                              if not m["opening"] or _opens_sentence(text, m.start())]
         done = -1
         for at in sorted(triggers):
