@@ -242,9 +242,9 @@ def _named_version(match):
 _DIGIT = re.compile(r"\d")
 _DASHED_NUMBER = re.compile(r"\d[-.]\d")
 _DOTTED_NUMBER = re.compile(r"\d\.\d")
-_VERSION_NAMES = ("ython ", "Node ", "node ", "ode.js ", "ostgre", "Java ", "Ruby ", "Go ", "Rust ", "PHP ", "Django ", "Rails ",
-                  "React ", "Ubuntu ", "Debian ", "macOS ", "iOS ", "Android ", "Chrome ", "Firefox ", "Redis ",
-                  "MySQL ", "Kubernetes ", "Docker ", "Terraform ", "ersion ", "elease ")
+_VERSION_NAMES = ("ython ", "Node ", "node ", "ode.js ", "ostgre", "Java ", "Ruby ", "Go ", "Rust ", "PHP ", "Django ",
+                  "Rails ", "React ", "Ubuntu ", "Debian ", "macOS ", "iOS ", "Android ", "Chrome ", "Firefox ",
+                  "Redis ", "MySQL ", "Kubernetes ", "Docker ", "Terraform ", "ersion ", "elease ")
 _VERSION_HINT = re.compile("|".join(map(re.escape, _VERSION_NAMES)))
 # The hints below open with a character or a class, not a look-behind or a repeat: the regex engine
 # then skips straight to where that character stands instead of trying a match at every position.
@@ -284,7 +284,8 @@ _PROSE_KINDS = (
     (_TICKET_HINT.search, _TICKET, _ticket),
     (lambda t: _HEX_PAIR.search(t) and _HEX_RUN.search(t), _SHA, lambda m: ("identifier", m.group(0), m.group(0))),
     (_PHONE_HINT.search, _PHONE, lambda m: ("identifier", m.group(0), re.sub(r"[^\d+]", "", m.group(0)))),
-    (_DIGIT.search, _QUANTITY, lambda m: ("quantity", m.group(0), " ".join(m.group(0).replace(",", "").split()).lower())),
+    (_DIGIT.search, _QUANTITY,
+     lambda m: ("quantity", m.group(0), " ".join(m.group(0).replace(",", "").split()).lower())),
 )
 
 
@@ -335,7 +336,8 @@ class _Finder:
         explanation): sentences, not questions, that choose or forbid something."""
         lower = text.lower()
         triggers = []
-        for pattern, hints, wanted in ((_DECISION, _DECISION_HINTS, True), (_CONSTRAINT, _CONSTRAINT_HINTS, constraints)):
+        kinds = ((_DECISION, _DECISION_HINTS, True), (_CONSTRAINT, _CONSTRAINT_HINTS, constraints))
+        for pattern, hints, wanted in kinds:
             if wanted and any(hint in lower for hint in hints):
                 # An opening word ("agreed", "Decision:", "never", "keep") counts only where a sentence starts.
                 triggers += [m.start() for m in pattern.finditer(text, lower)
@@ -422,11 +424,7 @@ class _Finder:
             return
         command = arguments.get("command") or arguments.get("cmd")
         if command and (name in SHELL_TOOLS or "shell" in name or "bash" in name or "exec" in name):
-            if isinstance(command, list):
-                command = " ".join(map(str, command[2:] if command[:2] in (["bash", "-lc"], ["bash", "-c"],
-                                                                           ["sh", "-c"]) else command))
-            if isinstance(command, str):
-                self.command(command.splitlines()[0] if command.strip() else "")
+            self.shell_command(command)
         for key in _PATH_KEYS:
             value = arguments.get(key)
             if isinstance(value, str) and len(value) < 300 and _PATH.fullmatch(value) and _is_path(value):
@@ -435,6 +433,14 @@ class _Finder:
             value = arguments.get(key)
             if isinstance(value, str) and _URL.fullmatch(value.strip()):
                 self.add("url", *_clean_url(value.strip()))
+
+    def shell_command(self, command):
+        """A shell tool's command: its first line, or an argv list without its ``bash -lc`` wrapper."""
+        if isinstance(command, list):
+            wrapped = command[:2] in (["bash", "-lc"], ["bash", "-c"], ["sh", "-c"])
+            command = " ".join(map(str, command[2:] if wrapped else command))
+        if isinstance(command, str):
+            self.command(command.splitlines()[0] if command.strip() else "")
 
     def tool_result(self, part):
         output = part.get("output")
