@@ -160,15 +160,27 @@ class ExperimentResults:
         probes = self.probes_frame()
         return probes[(probes["arm"] == arm) & (probes["score"] < 1)].reset_index(drop=True)
 
+    def retention(self) -> list[dict]:
+        """The decay arms' retention curves: per arm and round, the early probes' mean score (``decay``)."""
+        from .decay import retention_curve
+
+        return retention_curve(self.runs)
+
+    def decay_figure(self, **layout) -> "plotly.graph_objects.Figure":
+        from ..display.viz import decay_figure
+
+        return decay_figure(self.retention(), **layout)
+
     # -- exports -------------------------------------------------------------------------------------
 
     def to_dict(self) -> dict:
-        """``{"experiment", "trial", "complete", "arms": [...], "runs": [...]}``; each arm holds at least
-        ``name``, ``strategy``, ``score`` (0 to 1), ``tokens_before``, ``tokens_after`` and ``cost``."""
+        """``{"experiment", "trial", "complete", "arms": [...], "runs": [...], "retention": [...]}``; each arm
+        holds at least ``name``, ``strategy``, ``score`` (0 to 1), ``tokens_before``, ``tokens_after`` and
+        ``cost``; ``retention`` is ``retention()`` (empty without a decay arm)."""
         arms = [{"name": s.pop("arm"), **s} for s in self.arm_summaries()]
         runs = [{key: value for key, value in run.items() if key != "context"} for run in self.runs]
         return {"experiment": self.experiment, "trial": self.trial, "complete": self.complete, "arms": arms,
-                "runs": runs}
+                "runs": runs, "retention": self.retention()}
 
     def to_json(self, path=None, *, indent=2) -> str:
         text = json.dumps(self.to_dict(), ensure_ascii=False, indent=indent, default=str)
