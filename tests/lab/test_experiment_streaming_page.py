@@ -18,7 +18,8 @@ def slow_model_spec(delay):
     spec = yaml.safe_load(SAMPLE_SPEC.read_text(encoding="utf-8"))
     slow = {"name": "slow-model", "strategy": "summarize", "model": "openai/gpt-4o-mini", "protect_head": 2,
             "tail_token_budget": 1200, "completion": {"mock_response": "## Topic\nA summary.", "mock_delay": delay}}
-    spec["arms"] = [slow, *(arm for arm in spec["arms"] if arm["strategy"] != "summarize")]
+    offline = ("none", "extractive", "window", "truncate")
+    spec["arms"] = [slow, *(arm for arm in spec["arms"] if arm["strategy"] in offline)]
     return spec | {"name": "streaming"}
 
 
