@@ -89,7 +89,7 @@ def opened_draft(origin, spec, tab, version=None):
 def current_draft(experiments, choice, listing):
     """The draft for ``choice``, loaded when the choice changed; None (and what to do) when there is none."""
     if choice is None:
-        st.info("No experiment in this store yet. Start from the sample spec (three sample conversations, five arms "
+        st.info("No experiment in this store yet. Start from the sample spec (three sample conversations, seven arms "
                 "from the full history to a context window), or pick **Upload a YAML spec** above; the format is "
                 "described in sample_data/experiments/README.md.")
         if st.button("Start from the sample spec", type="primary"):

@@ -14,6 +14,7 @@ from memorylab.experiments import against_best_text, interval_text, percent_text
 from memorylab.history.compaction import DEFAULT_SUMMARY_TEMPLATE
 from memorylab.llm.models import DEFAULT_LOCAL_MODEL
 
+from .experiment_decay import render_decay
 from .experiment_labels import label_verdicts, labels_stamp
 from .experiment_runs import drill_down
 from .navigation import switch_to
@@ -138,6 +139,7 @@ def _leaderboard(view):
     st.plotly_chart(view.figure, width="stretch", config={"displaylogo": False})
     st.caption("Probe score against tokens saved, one point per arm: up and right is better, and the dotted line "
                "joins the arms no other arm beats on both.")
+    render_decay(view.results)
 
 
 def _comparison_table(frame, trial, other):

@@ -238,7 +238,7 @@ def compaction_figure(plan, *, height=220):
 
 
 STRATEGY_COLORS = {"summarize": "#a855f7", "extractive": "#0ea5e9", "window": "#f59e0b", "truncate": "#64748b",
-                   "none": "#16a34a"}
+                   "none": "#16a34a", "mask": "#14b8a6", "mask+summarize": "#ec4899"}
 
 
 LABEL_CHARS = 24
@@ -283,6 +283,28 @@ def pareto_figure(arms, *, height=380):
                "gridcolor": "#e5e7eb", "zeroline": True, "zerolinecolor": "#94a3b8", "ticksuffix": "%"},
         yaxis={"title": "probe score", "range": [-0.08, 1.12], "gridcolor": "#e5e7eb"},
         legend={"orientation": "h", "y": -0.2},
+    )
+    return figure
+
+
+def decay_figure(curve, *, height=340):
+    """Each decay arm's retention curve (``ExperimentResults.retention``): the early probes' mean score
+    after each round of compaction, one line per arm; a round no case reached is a gap."""
+    figure = go.Figure()
+    for arm in dict.fromkeys(row["arm"] for row in curve):
+        rows = sorted((row for row in curve if row["arm"] == arm), key=lambda row: row["round"])
+        figure.add_trace(go.Scatter(
+            x=[row["round"] for row in rows], y=[row["score"] for row in rows], mode="lines+markers",
+            name=html.escape(arm), customdata=[row["probes"] for row in rows],
+            hovertemplate=f"{html.escape(arm)}, round %{{x}}: %{{y:.2f}} over %{{customdata}} early probes"
+                          "<extra></extra>"))
+    rounds = sorted({row["round"] for row in curve})
+    figure.update_layout(
+        height=height, margin={"l": 10, "r": 10, "t": 30, "b": 10}, plot_bgcolor="white",
+        xaxis={"title": "compactions so far (round)", "tickvals": rounds, "gridcolor": "#e5e7eb",
+               "type": "log" if rounds and rounds[-1] / rounds[0] >= 8 else "linear"},
+        yaxis={"title": "early probes' score", "range": [-0.05, 1.05], "gridcolor": "#e5e7eb"},
+        legend={"orientation": "h", "y": -0.25},
     )
     return figure
 

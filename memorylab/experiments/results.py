@@ -176,17 +176,29 @@ class ExperimentResults:
         probes = self.probes_frame()
         return probes[(probes["arm"] == arm) & (probes["score"] < 1)].reset_index(drop=True)
 
+    def retention(self) -> list[dict]:
+        """The decay arms' retention curves: per arm and round, the early probes' mean score (``decay``)."""
+        from .decay import retention_curve
+
+        return retention_curve(self.runs)
+
+    def decay_figure(self, **layout) -> "plotly.graph_objects.Figure":
+        from ..display.viz import decay_figure
+
+        return decay_figure(self.retention(), **layout)
+
     # -- exports -------------------------------------------------------------------------------------
 
     def to_dict(self) -> dict:
-        """``{"experiment", "trial", "complete", "arms": [...], "runs": [...], "labels": [...],
+        """``{"experiment", "trial", "complete", "arms": [...], "runs": [...], "retention": [...], "labels": [...],
         "calibration": {...} or None}``; each arm holds at least ``name``, ``strategy``, ``score`` (0 to
-        1), ``tokens_before``, ``tokens_after``, ``cost`` and ``trust``; each label its ``case_name``,
-        ``arm``, ``probe_id``, ``correct``, ``grade``, ``labelled_by``, ``labelled_at`` and ``stale``."""
+        1), ``tokens_before``, ``tokens_after``, ``cost`` and ``trust``; ``retention`` is ``retention()``
+        (empty without a decay arm); each label holds its ``case_name``, ``arm``, ``probe_id``,
+        ``correct``, ``grade``, ``labelled_by``, ``labelled_at`` and ``stale``."""
         arms = [{"name": s.pop("arm"), **s} for s in self.arm_summaries()]
         runs = [{key: value for key, value in run.items() if key != "context"} for run in self.runs]
         return {"experiment": self.experiment, "trial": self.trial, "complete": self.complete, "arms": arms,
-                "runs": runs, "labels": list(self.labels.values()),
+                "runs": runs, "retention": self.retention(), "labels": list(self.labels.values()),
                 "calibration": None if self.calibration is None else self.calibration.to_dict()}
 
     def to_json(self, path=None, *, indent=2) -> str:

@@ -17,6 +17,7 @@ from ..history.overlays import is_summary_message
 from ..history.session import Session
 from ..messages import utc_now_iso
 from .cancellation import RunCancelled
+from .decay import decay_output
 from .progress import TrialStatus
 from .scoring import score_probes
 from .strategies import MODEL_STRATEGIES, apply_arm, branch_tokens
@@ -74,9 +75,11 @@ def run_one(arm, branch, grader=None, *, allowed_hosts=(), cancel=None) -> dict 
     started = time.perf_counter()
     try:
         history = branch.recorded if arm.strategy == "recorded" else branch.history
-        output = apply_arm(arm, history, allowed_hosts=allowed_hosts, cancel=cancel)
+        output, retention = _arm_output(arm, history, case.probes, allowed_hosts, cancel)
         scores, grading = score_probes(output.context, case.probes, grader=grader, allowed_hosts=allowed_hosts,
                                        cancel=cancel)
+        for score in scores:
+            score.update({"rounds": retention[score["probe"]]} if score["probe"] in retention else {})
     except RunCancelled:
         return None
     except MemoryLabError as error:
@@ -96,6 +99,13 @@ def run_one(arm, branch, grader=None, *, allowed_hosts=(), cancel=None) -> dict 
         latency=output.latency, model=output.model, finished_at=utc_now_iso(),
     )
     return run
+
+
+def _arm_output(arm, history, probes, allowed_hosts, cancel):
+    """``(output, retention)``: the arm's context, and a decay arm's early probes' scores per round ({} else)."""
+    if arm.settings.get("rounds"):
+        return decay_output(arm, history, probes, allowed_hosts=allowed_hosts, cancel=cancel)
+    return apply_arm(arm, history, allowed_hosts=allowed_hosts, cancel=cancel), {}
 
 
 def referenced_context(context, history) -> list[dict]:

@@ -28,9 +28,13 @@ DEFAULT_CONCURRENCY = 4
 MAX_CONCURRENCY = 64
 
 _PLAN = {"protect_head": 3, "tail_token_budget": None, "min_tail_messages": 2}
+_SUMMARIZER = {"template": None, "model": None, "completion": {}, "chunk_tokens": None}
+_DECAY = {"rounds": None, "compact_at": None}
 STRATEGY_DEFAULTS = {
-    "summarize": {**_PLAN, "template": None, "model": None, "completion": {}, "chunk_tokens": None},
-    "extractive": dict(_PLAN),
+    "summarize": {**_PLAN, **_SUMMARIZER, **_DECAY},
+    "extractive": {**_PLAN, **_DECAY},
+    "mask": {"keep_recent": 4, **_DECAY},
+    "mask+summarize": {"keep_recent": 4, "token_budget": None, **_PLAN, **_SUMMARIZER, **_DECAY},
     "window": {"max_length": 12000, "handler": "simple_cut"},
     "truncate": {"keep_recent": 4, "max_tool_output_chars": 500, "max_text_chars": 10000},
     "none": {},
@@ -39,11 +43,20 @@ STRATEGY_DEFAULTS = {
 """Each strategy's settings and their defaults. ``tail_token_budget: None`` means a quarter of the
 branch's tokens, so an arm compacts something on a branch of any size; ``model: None`` is the
 embedded model; ``chunk_tokens: None`` fits each summary request in half the model's context window
-(a span longer than that is summarized chunk by chunk, each request updating the summary so far)."""
+(a span longer than that is summarized chunk by chunk, each request updating the summary so far).
+``keep_recent`` is the window of newest messages a mask arm leaves whole; ``token_budget: None`` (a
+mask+summarize arm summarizes only when the masked branch is over it) is half the branch's tokens.
+``rounds`` (a list such as ``[1, 2, 4, 8]``) makes the arm a decay run: the branch is replayed and
+compacted again each time it grows past ``compact_at`` tokens (None: the branch's tokens over one more
+than the last round), and the probes about facts stated before the first compaction are scored after
+each listed round."""
 
 STRATEGY_HELP = {
     "summarize": "compaction plan, summary written by a model",
     "extractive": "compaction plan, summary built from the dropped span's most informative sentences (no model)",
+    "mask": "observation masking: older tool outputs replaced by a placeholder, text and tool calls kept (no model)",
+    "mask+summarize": "masking first; a compaction plan summarized by a model only when the masked branch is "
+                      "over token_budget",
     "window": "seed 002's context window: the newest messages that fit max_length characters",
     "truncate": "micro-compaction only: older tool outputs and long texts shortened",
     "none": "the full history: the ceiling",
@@ -351,7 +364,9 @@ def arm_setting_problems(strategy, settings) -> list[str]:
                 for problem in _setting_problems(key, value, STRATEGY_DEFAULTS[strategy][key], settings)]
     if strategy == "window":
         problems += _window_problems(settings, check_length=not problems)
-    if strategy == "summarize" and isinstance(settings["template"], str):
+    if settings.get("rounds") is not None:
+        problems += _rounds_problems(settings["rounds"], settings["compact_at"])
+    if "template" in settings and isinstance(settings["template"], str):
         try:
             check_summary_template(settings["template"])
         except InvalidInputError as error:
@@ -365,6 +380,8 @@ def _setting_problems(key, value, default, settings) -> list[str]:
         if value is not None and (not isinstance(value, str) or not value.strip()):
             return [f"{key} must be non-empty text, got {value!r}"]
         return []
+    if key == "rounds":
+        return []  # a list: _rounds_problems reads it
     if key == "completion":
         if not isinstance(value, dict):
             return [f"completion must be a mapping of completion arguments, got {value!r}"]
@@ -372,6 +389,17 @@ def _setting_problems(key, value, default, settings) -> list[str]:
     if not ((value is None and default is None) or (is_integer(value) and value >= 0)):
         return [f"{key} must be a non-negative integer, got {value!r}"]
     return []
+
+
+def _rounds_problems(rounds, compact_at) -> list[str]:
+    """A decay arm's rounds (increasing positive integers) and its threshold (at least one token)."""
+    problems = []
+    if not (isinstance(rounds, list) and rounds and all(is_integer(r) and r >= 1 for r in rounds)
+            and rounds == sorted(set(rounds))):
+        problems.append(f"rounds must be a list of increasing positive integers such as [1, 2, 4, 8], got {rounds!r}")
+    if compact_at == 0:
+        problems.append("compact_at must be at least 1 token (blank: the branch's tokens over the last round plus one)")
+    return problems
 
 
 def _window_problems(settings, *, check_length) -> list[str]:

@@ -14,7 +14,7 @@ from ..errors import InvalidInputError
 from ..history.compaction import build_summary_prompt, plan_compaction, render_transcript
 from ..history.overlays import is_summary_message, summary_message
 from ..history.pins import kept_with_partners, pinned_ids_of
-from ..history.truncation import truncate_older_messages
+from ..history.truncation import mask_older_tool_outputs, truncate_older_messages
 from ..history.window import SIMPLE_CUT, ContextWindow, simple_cut
 from ..llm.api_hosts import check_spec_call
 from ..messages import utc_now_iso
@@ -28,8 +28,8 @@ WINDOW_HANDLERS = {SIMPLE_CUT: simple_cut}
 """The resize handlers a ``window`` arm can name: ``handler(full_context, context_window, memo,
 settings) -> (full_context, context_window, memo)``, as ``ContextWindow.register_resize_handler`` takes."""
 EXPERIMENT_OVERLAY_ID = "experiment"
-MODEL_STRATEGIES = frozenset({"summarize"})
-"""The strategies that call a model: seconds to minutes a run, where the others take milliseconds."""
+MODEL_STRATEGIES = frozenset({"summarize", "mask+summarize"})
+"""The strategies that call (or may call) a model: seconds to minutes a run, where the others take milliseconds."""
 
 
 def register_window_handler(name, handler) -> None:
@@ -74,7 +74,8 @@ def suggested_plan_settings(history, *, tail_share=4) -> dict:
     something on a branch of any size, to start tuning from: an arm's defaults, with a tail of a
     ``tail_share``-th of the branch's tokens (a quarter, as an arm without a tail budget) rounded to 100."""
     tail = max(round(default_tail_budget(history) * 4 / tail_share, -2), 100)
-    return {**STRATEGY_DEFAULTS["extractive"], "tail_token_budget": int(tail)}
+    plan_keys = ("protect_head", "tail_token_budget", "min_tail_messages")
+    return {key: STRATEGY_DEFAULTS["extractive"][key] for key in plan_keys} | {"tail_token_budget": int(tail)}
 
 
 def plan_for(arm, history):
@@ -95,7 +96,7 @@ def apply_arm(arm, history, *, allowed_hosts=(), cancel=None) -> ArmOutput:
     started = time.perf_counter()
     if arm.strategy in MODEL_STRATEGIES:
         check_spec_call({"model": arm.settings["model"]}, arm.settings["completion"], allowed_hosts)
-        output = _summarize(arm, history, cancel)
+        output = _MODEL_ARMS[arm.strategy](arm, history, cancel)
     else:
         output = _STRATEGIES[arm.strategy](arm, history)
     output.latency = time.perf_counter() - started
@@ -108,10 +109,30 @@ def _full(arm, history):
 
 
 def _truncate(arm, history):
-    context = truncate_older_messages(history, **arm.settings)
+    return _rewritten(history, truncate_older_messages(history, **arm.settings))
+
+
+def _mask(arm, history):
+    return _rewritten(history, mask_older_tool_outputs(history, keep_recent=arm.settings["keep_recent"]))
+
+
+def _rewritten(history, context):
+    """The output of a strategy that rewrites messages in place: those it changed count as dropped."""
     shortened = tuple(before["id"] for before, after in zip(history, context) if before is not after)
     return ArmOutput(context=context, tokens_before=branch_tokens(history), tokens_after=branch_tokens(context),
                      dropped=shortened)
+
+
+def _mask_then_summarize(arm, history, cancel):
+    """Masking, and a summary of the masked branch only when masking leaves it over ``token_budget``."""
+    masked = _mask(arm, history)
+    budget = arm.settings["token_budget"]
+    if masked.tokens_after <= (branch_tokens(history) // 2 if budget is None else budget):
+        return masked
+    output = _summarize(arm, masked.context, cancel)
+    output.tokens_before = masked.tokens_before
+    output.dropped = tuple(dict.fromkeys(masked.dropped + output.dropped))
+    return output
 
 
 def _window(arm, history):
@@ -250,4 +271,5 @@ def _recorded(arm, history):
 
 
 _STRATEGIES = {"none": _full, "truncate": _truncate, "window": _window, "extractive": _extractive,
-               "recorded": _recorded}
+               "recorded": _recorded, "mask": _mask}
+_MODEL_ARMS = {"summarize": _summarize, "mask+summarize": _mask_then_summarize}

@@ -18,6 +18,7 @@ ROW_SIZE_LIMIT_BYTES = 1_800_000
 ROW_SIZE_KEY = "row_size_limit"
 """The metadata key of a shrunk message's record of what was cut."""
 ROW_PREVIEW_CHARS = 2000
+MASKED_OUTPUT_PREFIX = "[tool output masked: "
 # A list item cut to fewer characters than this says nothing useful; it is counted as omitted instead.
 MIN_ITEM_PREVIEW_CHARS = 20
 MIN_OBJECT_ENTRY_CHARS = len('"":0,')
@@ -151,15 +152,47 @@ def truncate_older_messages(messages, *, keep_recent=4, max_tool_output_chars=50
     A cut message gets a fresh ``tokens`` estimate where it carried one.
     """
     check_counts(keep_recent=keep_recent, max_tool_output_chars=max_tool_output_chars, max_text_chars=max_text_chars)
+    return _rewrite_older(messages, keep_recent,
+                          lambda part: _truncate_part(part, max_tool_output_chars, max_text_chars))
+
+
+def mask_older_tool_outputs(messages, *, keep_recent=4) -> Messages:
+    """A copy of ``messages`` whose older tool outputs are each replaced by a one-line placeholder
+    (observation masking): the text, reasoning and tool inputs stay whole, so the model still sees
+    what it thought and did, only not what the tools returned (an output shorter than the
+    placeholder stays). The last ``keep_recent`` messages,
+    and older ones without a tool output, are the same objects as in the input."""
+    check_counts(keep_recent=keep_recent)
+    return _rewrite_older(messages, keep_recent, _mask_part)
+
+
+def masked_output_placeholder(output) -> str:
+    """What a masked tool output becomes: a note of its size, so the model knows it can re-run the tool."""
+    return f"{MASKED_OUTPUT_PREFIX}{_output_chars(output)} characters; re-run the tool to see it]"
+
+
+def _output_chars(output) -> int:
+    return len(output) if isinstance(output, str) else len(compact_json(output))
+
+
+def _mask_part(part):
+    """A tool part with its output masked; one masked already, or no longer than its placeholder, is left."""
+    if not (is_tool_part(part) and "output" in part) or str(part["output"]).startswith(MASKED_OUTPUT_PREFIX):
+        return part
+    placeholder = masked_output_placeholder(part["output"])
+    return {**part, "output": placeholder} if len(placeholder) < _output_chars(part["output"]) else part
+
+
+def _rewrite_older(messages, keep_recent, rewrite_part) -> Messages:
+    """``messages`` with ``rewrite_part`` applied to every part of all but the last ``keep_recent``."""
     older = max(len(messages) - keep_recent, 0)
-    return Messages([
-        _truncate_message(message, max_tool_output_chars, max_text_chars) for message in messages[:older]
-    ] + list(messages[older:]))
+    return Messages([_rewrite_message(message, rewrite_part) for message in messages[:older]]
+                    + list(messages[older:]))
 
 
-def _truncate_message(message, max_tool_output_chars, max_text_chars):
+def _rewrite_message(message, rewrite_part):
     parts = message.get("parts") or []
-    cut = [_truncate_part(part, max_tool_output_chars, max_text_chars) for part in parts]
+    cut = [rewrite_part(part) for part in parts]
     if all(map(is_, cut, parts)):
         return message
     truncated = {**message, "parts": cut}

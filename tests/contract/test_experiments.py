@@ -51,7 +51,8 @@ def mocked_summarizer(name="mocked", **settings):
 
 def test_the_sample_spec_reads_and_round_trips_through_yaml():
     spec = load_spec(SAMPLE_SPEC)
-    assert {arm.strategy for arm in spec.arms} == {"none", "extractive", "summarize", "window", "truncate"}
+    assert {arm.strategy for arm in spec.arms} == {"none", "extractive", "summarize", "window", "truncate", "mask",
+                                                   "mask+summarize"}
     assert [case.session for case in spec.cases] == ["long-migration-project", "support-order-4471",
                                                      "coding-csv-importer"]
     assert len(spec.case("migration").probes) >= 12

@@ -24,7 +24,8 @@ def test_the_sample_spec_runs_offline_with_the_embedded_model(tmp_path):
                              "--json", str(out)], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     arms = {arm["name"]: arm for arm in json.loads(out.read_text(encoding="utf-8"))["arms"]}
-    assert set(arms) == {"full-history", "extractive", "embedded-summary", "window-8k", "truncate"}
+    assert set(arms) == {"full-history", "extractive", "embedded-summary", "window-8k", "truncate", "mask",
+                         "mask+summarize"}
     assert all(arm["errors"] == 0 for arm in arms.values())
     embedded = arms["embedded-summary"]
     assert embedded["cost"] == 0.0 and embedded["tokens_after"] < embedded["tokens_before"]

@@ -7,11 +7,14 @@ import pytest
 from memorylab.history.truncation import (
     enforce_row_size_limit,
     json_size,
+    mask_older_tool_outputs,
+    masked_output_placeholder,
     shorten_tool_output,
     stored_bytes,
     truncate_older_messages,
     truncate_text,
 )
+from memorylab.tokens import estimate_message_tokens
 
 MARKER = re.compile(r"\.\.\. \[(truncated \d+ chars|\d+ more items?)\]")
 
@@ -239,3 +242,38 @@ def test_an_output_smaller_than_its_preview_is_left_whole():
     assert stored["parts"][0]["output"] == "s" * 1500
     assert stored["metadata"]["row_size_limit"]["shrunk"] == [
         {"part": 1, "field": "text", "original_chars": 2_000_000}]
+
+
+# -- observation masking -------------------------------------------------------------------------------
+
+def reasoning_and_call(message_id, output):
+    message = tool_message(message_id, output)
+    message["parts"] = [{"type": "reasoning", "text": "I should fetch the page first."},
+                        {"type": "text", "text": "Fetching it."}, *message["parts"]]
+    return message
+
+
+def test_masking_replaces_older_tool_outputs_and_keeps_reasoning_text_and_calls():
+    messages = [reasoning_and_call("a", "x" * 2000), reasoning_and_call("b", {"rows": list(range(400))}),
+                text_message("c", "what did it say?"), reasoning_and_call("d", "y" * 2000)]
+    masked = mask_older_tool_outputs(messages, keep_recent=2)
+    for before, after in zip(messages[:2], masked[:2]):
+        assert after["parts"][:2] == before["parts"][:2]  # reasoning and text whole
+        assert after["parts"][2]["input"] == before["parts"][2]["input"]  # the action whole
+        assert after["parts"][2]["output"] == masked_output_placeholder(before["parts"][2]["output"])
+    assert masked[0]["parts"][2]["output"] == "[tool output masked: 2000 characters; re-run the tool to see it]"
+    assert masked[2] is messages[2] and masked[3] is messages[3]  # the recent window is left whole
+    assert messages[0]["parts"][2]["output"] == "x" * 2000  # the input is never mutated
+
+
+def test_masking_leaves_short_outputs_and_masked_ones_alone():
+    short = tool_message("a", "ok")
+    masked_once = mask_older_tool_outputs([tool_message("b", "z" * 5000)], keep_recent=0)
+    assert mask_older_tool_outputs([short], keep_recent=0)[0] is short
+    assert mask_older_tool_outputs(masked_once, keep_recent=0)[0] is masked_once[0]
+
+
+def test_a_masked_message_carries_a_fresh_token_estimate():
+    message = tool_message("a", "w" * 4000) | {"tokens": 1000}
+    [masked] = mask_older_tool_outputs([message], keep_recent=0)
+    assert masked["tokens"] == estimate_message_tokens([masked]) < 100
