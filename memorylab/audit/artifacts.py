@@ -142,6 +142,7 @@ _FAILED_TEST = re.compile(r"^\s*(?:FAILED\s+(?P<first>\S+::\S+)|(?P<last>\S+::\S
                           re.MULTILINE)
 _ERROR_HINTS = ("Error", "Exception", "Exit", "Interrupt", "Fault", "Failure", "error", "fatal", "panic", "ERR",
                 "FATAL", "FAIL")
+_ERROR_HINT = re.compile("|".join(map(re.escape, _ERROR_HINTS)))
 _FENCE = re.compile(r"^```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 _SHELL_LANGUAGES = frozenset({"sh", "bash", "shell", "console", "zsh", "terminal", "shell-session", "ps", "powershell"})
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
@@ -189,6 +190,9 @@ _DECISION_HINTS = ("agreed", "we'll", "we will", "i'll", "i will", "going", "we 
 _CONSTRAINT_HINTS = ("never", "always", "don't", "do not", "keep", "must", "no new", "no more", "at most", "at least",
                      "under no", "not allowed", "only use", "make sure", "from now on", "stay under", "limit", "rather",
                      "prefer")
+# One alternation per list: a single search of the text, not one containment test per hint.
+_DECISION_HINT = re.compile("|".join(map(re.escape, _DECISION_HINTS)))
+_CONSTRAINT_HINT = re.compile("|".join(map(re.escape, _CONSTRAINT_HINTS)))
 _MATCH_NOISE = re.compile(
     r"\b(?:we|i|we'll|i'll|let's|let|us|will|shall|should|going|to|decided|decision|is|agreed|settled|on|opted|for|"
     r"please|ok|okay|so|then|the|a|an|and|just)\b",
@@ -336,9 +340,9 @@ class _Finder:
         explanation): sentences, not questions, that choose or forbid something."""
         lower = text.lower()
         triggers = []
-        kinds = ((_DECISION, _DECISION_HINTS, True), (_CONSTRAINT, _CONSTRAINT_HINTS, constraints))
-        for pattern, hints, wanted in kinds:
-            if wanted and any(hint in lower for hint in hints):
+        kinds = ((_DECISION, _DECISION_HINT, True), (_CONSTRAINT, _CONSTRAINT_HINT, constraints))
+        for pattern, hint, wanted in kinds:
+            if wanted and hint.search(lower):
                 # An opening word ("agreed", "Decision:", "never", "keep") counts only where a sentence starts.
                 triggers += [m.start() for m in pattern.finditer(text, lower)
                              if not m["opening"] or _opens_sentence(text, m.start())]
@@ -356,7 +360,7 @@ class _Finder:
             self.add("decision", sentence, " ".join(sentence.lower().rstrip(".!").split()), core or sentence)
 
     def errors(self, text):
-        if not any(hint in text for hint in _ERROR_HINTS):
+        if not _ERROR_HINT.search(text):
             return
         block_end = -1  # consecutive generic error lines (npm ERR!, error:) are one error: their first line
         for match in _EXCEPTION_LINE.finditer(text):
