@@ -5,10 +5,11 @@
 # ``version`` of the saved experiment it was loaded from; see lab_ui/experiment_drafts.py), ``exp_job``
 # (the run in progress, an ``ExperimentJob``), ``exp_tab`` (the open tab), ``exp_open`` (an experiment
 # another page or a save wants shown next, on its Results tab) and ``exp_flash`` (a message for the
-# next rerun).
+# next rerun). A link's query parameters open an experiment, tab and trial (lab_ui/deep_links.py).
 import streamlit as st
 import yaml
 
+from lab_ui.deep_links import follow_experiment_link
 from lab_ui.escaping import escape_markdown
 from lab_ui.experiment_arms import edit_arms
 from lab_ui.experiment_cases import edit_cases
@@ -31,6 +32,8 @@ from lab_ui.models import sidebar_api_hosts
 from lab_ui.sidebar import setup_page
 from memorylab import MemoryLabError
 from memorylab.experiments import Experiments
+
+TABS = ["Results", "Arms", "Cases and probes", "YAML"]
 
 
 def pick_experiment(listing):
@@ -138,6 +141,7 @@ try:
 except MemoryLabError as failure:
     st.error(str(failure))
     st.stop()
+follow_experiment_link(listing, TABS)
 choice = pick_experiment(listing)
 if choice in listing:
     row = listing[choice]
@@ -150,8 +154,7 @@ if draft is None:
 
 bar = st.container()
 # Only the open tab is drawn: a large experiment's editors cost as much as its results.
-results, arms_tab, cases_tab, yaml_view = st.tabs(["Results", "Arms", "Cases and probes", "YAML"], key="exp_tab",
-                                                   on_change="rerun")
+results, arms_tab, cases_tab, yaml_view = st.tabs(TABS, key="exp_tab", on_change="rerun")
 changes = []
 if arms_tab.open:
     with arms_tab:

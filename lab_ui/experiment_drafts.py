@@ -81,8 +81,8 @@ def set_draft(origin, spec, version=None):
 
 
 def opened_draft(origin, spec, tab, version=None):
-    """A spec just picked, uploaded or loaded, shown on ``tab``."""
-    st.session_state["exp_tab"] = tab
+    """A spec just picked, uploaded or loaded, shown on ``tab`` (or the one a link asked for)."""
+    st.session_state["exp_tab"] = st.session_state.get("exp_link_tab") or tab
     return set_draft(origin, spec, version)
 
 
