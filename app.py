@@ -19,7 +19,7 @@ PAGES = [
     st.Page("app_pages/audit.py", title="Audit", icon="🩺", url_path="audit"),
     st.Page("app_pages/experiments.py", title="Experiments", icon="🧪", url_path="experiments"),
     st.Page("app_pages/search.py", title="Search", icon="🔎", url_path="search"),
-    st.Page("app_pages/memory.py", title="Sessions and memory", icon="🗃️", url_path="memory"),
+    st.Page("app_pages/memory.py", title="Memory manager", icon="🗃️", url_path="memory"),
     st.Page("app_pages/long_term.py", title="Long-term memory", icon="🧠", url_path="long_term"),
 ]
 

@@ -15,6 +15,7 @@ from lab_ui.experiment_arms import edit_arms
 from lab_ui.experiment_cases import edit_cases
 from lab_ui.experiment_drafts import (
     FROM_SAMPLE,
+    NEW,
     UPLOAD,
     checked,
     current_draft,
@@ -37,18 +38,18 @@ TABS = ["Results", "Arms", "Cases and probes", "YAML"]
 
 
 def pick_experiment(listing):
-    """The experiment box: the saved ones, newest change first, then the two ways to start one."""
+    """The experiment box: the saved ones, newest change first, then the three ways to start one."""
     if "exp_open" in st.session_state:
         st.session_state["exp_choice"] = st.session_state.pop("exp_open")
     if "exp_show" in st.session_state:
         st.session_state["exp_tab"] = st.session_state.pop("exp_show")
-    options = [*listing, FROM_SAMPLE, UPLOAD]
+    options = [*listing, NEW, FROM_SAMPLE, UPLOAD]
     if st.session_state.get("exp_choice") not in options:
         st.session_state.pop("exp_choice", None)
         if listing:
             st.session_state["exp_choice"] = options[0]
     return st.selectbox("Experiment", options, index=None, key="exp_choice",
-                        placeholder="Pick an experiment, or start from the sample spec")
+                        placeholder="Pick an experiment, or start a new one")
 
 
 def job_outcome():

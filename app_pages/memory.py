@@ -1,4 +1,4 @@
-# Sessions and memory: the memory manager's view (one memory per person or channel, with statuses and
+# Memory manager: one memory per person or channel, with statuses and
 # summaries), the KV store beside it, cross-agent admin, and identify().
 #
 # State: ``memory_tenant``, ``memory_agent`` and the memory filters (``memory_inactive``, ``memory_since``,
@@ -164,8 +164,8 @@ def render_identify():
             st.error(str(error))
 
 
-store, session = setup_page("Sessions and memory")
-st.title("Sessions and memory")
+store, session = setup_page("Memory manager")
+st.title("Memory manager")
 st.caption("The memory manager's view: one memory per person or channel (a memory key is a session), "
            "with statuses and summaries; the KV store beside it; and admin access across agents.")
 tenants = sorted(set(store.agents.tenants()) | {"default"})

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from lab_ui.audit_panel import dropped_panel, session_audits
+from lab_ui.experiment_from_here import add_branch_button
 from lab_ui.pin_manager import pin_manager
 from lab_ui.selection import active_leaf, branch_key, select_leaf
 from lab_ui.sidebar import session_page
@@ -171,6 +172,7 @@ def render_branch_picker(tree, leaves):
     chosen = st.selectbox("Active branch (by its leaf)", names, index=current)
     if branch_names[chosen] != leaf_id:
         choose_leaf(branch_names[chosen])
+    add_branch_button(session, leaf_id, "tree_add_case")
 
 
 def render_path(tree, history):

@@ -15,7 +15,7 @@ from streamlit.runtime.scriptrunner import StopException
 from memorylab import DamagedRowError, Session
 from memorylab.lab_links import EXPERIMENT_PARAMS, SELECTION_PARAMS, session_view
 
-from .experiment_drafts import FROM_SAMPLE, UPLOAD
+from .experiment_drafts import FROM_SAMPLE, NEW, UPLOAD
 from .selection import ref_of, select_leaf, select_session, session_row
 
 WRITTEN = "url_view"
@@ -43,7 +43,7 @@ def follow_selection_link(store):
     ref = (asked.get("tenant", "default"), asked.get("agent", "default"), asked["session"])
     if session_row(store, ref) is None:
         st.warning(f"The link opens session `{ref[2]}` (agent `{ref[1]}`, tenant `{ref[0]}`), which is not in "
-                   f"`{store.path}`: the session selected before is shown instead.", icon="🔗")
+                   f"`{store.path}`: another session is shown instead (pick one in the sidebar).", icon="🔗")
         return
     select_session(ref)
     leaf_id = asked.get("leaf")
@@ -69,7 +69,7 @@ def _follow_tenant(store, tenant):
     rows = store.sessions.list(tenant_id=tenant, limit=1)
     if not rows:
         st.warning(f"The link opens tenant `{tenant}`, which holds no session in `{store.path}`: the session "
-                   "selected before is shown instead.", icon="🔗")
+                   "shown is of another tenant (pick one in the sidebar).", icon="🔗")
         return
     select_session(ref_of(rows[0]))
 
@@ -127,7 +127,7 @@ def current_view(page):
 
 def _experiment_view():
     choice = st.session_state.get("exp_choice")
-    if choice in (None, FROM_SAMPLE, UPLOAD):  # not saved: nothing a link could open
+    if choice in (None, NEW, FROM_SAMPLE, UPLOAD):  # not saved: nothing a link could open
         return {}
     tab = st.session_state.get("exp_tab") or "Results"
     trial = st.session_state.get(f"exp_trial:{choice}") if tab == "Results" else None

@@ -39,7 +39,7 @@ embedded model; ``chunk_tokens: None`` fits each summary request in half the mod
 STRATEGY_HELP = {
     "summarize": "compaction plan, summary written by a model",
     "extractive": "compaction plan, summary built from the dropped span's most informative sentences (no model)",
-    "window": "seed 002's context window: the newest messages that fit max_length characters",
+    "window": "a sliding context window: the newest messages that fit in max_length characters, the older ones left out",
     "truncate": "micro-compaction only: older tool outputs and long texts shortened",
     "none": "the full history: the ceiling",
     "recorded": "the compactions on record (the agent's own, imported, or accepted in the lab), replayed",
