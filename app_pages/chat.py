@@ -86,10 +86,8 @@ def shown_window(history):
     if position is not None:
         shown = st.session_state[window_key] = max(shown, len(history) - position)
     shown = min(shown, len(history))
-    caption, add = st.columns([3, 1], vertical_alignment="center")
-    caption.caption(f"Branch ending at `{leaf_id}` · {shown} of {len(history)} messages shown · model `{model}`")
-    with add:
-        add_branch_button(session, leaf_id, "chat_add_case")
+    st.caption(f"Branch ending at `{leaf_id}` · {shown} of {len(history)} messages shown · model `{model}`")
+    add_branch_button(session, leaf_id, "chat_add_case")
     if shown < len(history):
         earlier = min(SHOWN_MESSAGES, len(history) - shown)
         if st.button(f"Show {earlier} earlier messages", key="chat_earlier", icon="⬆️"):

@@ -19,11 +19,16 @@ def _branch(case):
     return (case.get("tenant", "default"), case.get("agent", "default"), case.get("session"), case.get("leaf"))
 
 
+def case_for_branch(spec, tenant_id, agent_id, session_id, leaf_id) -> dict | None:
+    """The case of ``spec`` on the branch ending at ``leaf_id`` (None: the newest leaf), or None."""
+    branch = (tenant_id, agent_id, session_id, leaf_id)
+    return next((case for case in spec["cases"] if "session" in case and _branch(case) == branch), None)
+
+
 def with_branch_case(spec, tenant_id, agent_id, session_id, leaf_id) -> tuple[dict, str]:
     """``spec`` with a case for the branch ending at ``leaf_id`` (None: the session's newest leaf
     whenever it runs), and that case's name; a branch already there is not added twice."""
-    branch = (tenant_id, agent_id, session_id, leaf_id)
-    existing = next((case for case in spec["cases"] if "session" in case and _branch(case) == branch), None)
+    existing = case_for_branch(spec, tenant_id, agent_id, session_id, leaf_id)
     if existing is not None:
         return spec, existing["name"]
     name = free_name(session_id, {case.get("name") for case in spec["cases"]})

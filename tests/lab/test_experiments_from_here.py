@@ -88,7 +88,7 @@ def test_a_probe_from_a_chat_message_has_its_text_as_the_fact_and_joins_a_saved_
     run(app)
     app.button(key=f"probe_add_{message['id']}").click()
     run(app)
-    assert r"The probe is in case “trip\-planning\-branches”" in app.success[0].value
+    assert r"case “trip\-planning\-branches” of the draft “sample”, with 1 probe." in app.success[0].value
     assert app.session_state["exp_draft"]["origin"] == "sample" and len(cases(app)) == sample_cases + 1
     assert cases(app)[-1]["probes"] == [{"id": "probe-1", "kind": "recall", "question": "Which days are planned?",
                                          "facts": ["3-day Lisbon plan"]}]

@@ -4,30 +4,21 @@ say what they do in text (an emoji alone renders blank where no emoji font is in
 import re
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from memorylab.experiments import STRATEGY_HELP
 from tests.helpers import ROOT
+from tests.lab.test_pages import run_page
 
 TRIP = ("default", "travel-planner", "trip-planning-branches")
 TITLES = re.findall(r'title="([^"]+)"', (ROOT / "app.py").read_text())
 COLUMN_PIXELS = {"small": 75, "medium": 200, "large": 400}
-MAIN_AREA = 1000
+MAIN_AREA = 900
 """Pixels a wide page's main area has beside the sidebar in a 1400-pixel window."""
 
 
 @pytest.fixture
 def lab_db(sample_lab_db):
     return sample_lab_db
-
-
-def run_page(name, **state):
-    app = AppTest.from_file(str(ROOT / "app_pages" / name), default_timeout=60)
-    for key, value in state.items():
-        app.session_state[key] = value
-    app.run()
-    assert not app.exception, [e.message for e in app.exception]
-    return app
 
 
 def test_page_names_are_distinct_none_inside_another():

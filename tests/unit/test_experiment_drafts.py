@@ -1,6 +1,13 @@
 """Experiment drafts built from where a person is: an empty spec, a branch as a case, a message as a probe."""
 from memorylab.experiments import parse_spec
-from memorylab.experiments.drafts import add_probes, empty_spec, free_name, with_branch_case, with_message_probe
+from memorylab.experiments.drafts import (
+    add_probes,
+    case_for_branch,
+    empty_spec,
+    free_name,
+    with_branch_case,
+    with_message_probe,
+)
 
 BRANCH = ("acme", "bot", "s1", "m7")
 
@@ -15,6 +22,8 @@ def test_a_branch_joins_as_one_case_however_often_it_is_added():
     spec, name = with_branch_case(empty_spec("mine"), *BRANCH)
     assert name == "s1" and spec["cases"] == [
         {"name": "s1", "session": "s1", "agent": "bot", "tenant": "acme", "leaf": "m7", "probes": []}]
+    assert case_for_branch(spec, *BRANCH) is spec["cases"][0]
+    assert case_for_branch(spec, "acme", "bot", "s1", None) is None
     again, same = with_branch_case(spec, *BRANCH)
     assert again == spec and same == "s1"
     other, second = with_branch_case(spec, "acme", "bot", "s1", None)  # the newest leaf: another branch
