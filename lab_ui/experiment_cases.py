@@ -17,9 +17,11 @@ from .models import completion_settings
 PROBE_COLUMNS = ("id", "kind", "question", "facts", "answer")
 FACT_SEPARATOR = "; "
 COMPACTING = ("summarize", "extractive")
-GRID_HEADER, GRID_ROW, EMPTY_ROWS, MAX_GRID_HEIGHT = 38, 35, 4, 560
-"""The probe grid's height (pixels): room to type four more probes; a column left blank is named by the
-spec's check, never a reason for the grid to drop a row being typed (no required columns)."""
+GRID_HEADER, GRID_ROW, BLANK_ROWS, MAX_GRID_HEIGHT = 38, 35, 4, 560
+"""The probe grid: its probes and ``BLANK_ROWS`` blank rows to type new ones into (a blank row is no
+probe), within ``MAX_GRID_HEIGHT`` pixels, so typing starts in a row already there rather than in the
+grid's "add row" line, whose new row reruns the page while the first cell is being typed. No column
+is required: a cell left blank is named by the spec's check, never a reason to drop a row."""
 
 
 def probes_table(probes) -> pd.DataFrame:
@@ -89,9 +91,15 @@ def edit_cases(store, draft):
     return cases + automatic, changes
 
 
+def _probe_grid(probes) -> pd.DataFrame:
+    """The probes and blank rows after them, as the grid edits them."""
+    blank = pd.DataFrame([dict.fromkeys(PROBE_COLUMNS)] * BLANK_ROWS, columns=PROBE_COLUMNS)
+    return pd.concat([probes_table(probes), blank], ignore_index=True).astype(object)
+
+
 def _grid_height(rows):
-    """Pixels for the probe grid: its rows and room for ``EMPTY_ROWS`` more, up to ``MAX_GRID_HEIGHT``."""
-    return min(GRID_HEADER + GRID_ROW * (rows + 1 + EMPTY_ROWS), MAX_GRID_HEIGHT)
+    """Pixels for the probe grid: its rows and the "add row" line, up to ``MAX_GRID_HEIGHT``."""
+    return min(GRID_HEADER + GRID_ROW * (rows + 1), MAX_GRID_HEIGHT)
 
 
 def _case_editor(store, case, arms, key):
@@ -99,8 +107,8 @@ def _case_editor(store, case, arms, key):
                f"tenant `{case.get('tenant', 'default')}`")
     leaf = _leaf_picker(store, case, key)
     edited = st.data_editor(
-        probes_table(case["probes"]), key=f"exp_probes:{key}", num_rows="dynamic", hide_index=True, width="stretch",
-        height=_grid_height(len(case["probes"])),
+        _probe_grid(case["probes"]), key=f"exp_probes:{key}", num_rows="dynamic", hide_index=True, width="stretch",
+        height=_grid_height(len(case["probes"]) + BLANK_ROWS),
         column_config={
             "id": st.column_config.TextColumn(help="Unique in the case (blank: probe-N)"),
             "kind": st.column_config.SelectboxColumn(options=list(PROBE_KINDS), default="recall"),

@@ -64,3 +64,26 @@ def test_a_link_to_a_missing_session_says_so_in_the_browser(page, lab_server):
     page.get_by_text("which is not in").wait_for(timeout=30_000)
     assert "session=support-order-4471" in page.url
     page.screenshot(path=SHOTS / "deep_link_missing.png")
+
+
+def test_a_probe_typed_into_the_new_drafts_grid_survives_its_reruns(page, lab_server):
+    page.goto(f"{lab_server}/tree?{TRIP}&leaf=m005")
+    settled(page, "Active path")
+    page.get_by_role("button", name=re.compile("Add this branch as a case")).click()
+    page.get_by_text("Open the draft on the Experiments page").click()
+    settled(page, "Branch (by its leaf)")
+    grid = page.locator("[data-testid='stDataFrame']").first
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    assert box["height"] > 5 * 35  # room to type several probes
+    for column, text in ((0.5, "How many days in Lisbon?"), (0.78, "3-day Lisbon plan")):  # question, facts
+        page.mouse.click(box["x"] + box["width"] * column, box["y"] + 38 + 17)  # the first row: blank
+        page.wait_for_timeout(500)
+        page.keyboard.type(text, delay=20)
+        page.keyboard.press("Enter")  # each edit reruns the page
+        page.wait_for_timeout(2500)
+    page.screenshot(path=SHOTS / "experiment_probe_typed.png")
+    page.get_by_role("tab", name="YAML").click()
+    settled(page, "Download the spec")
+    spec = page.locator("[data-testid='stCode']").first.inner_text()
+    assert "How many days in Lisbon?" in spec and "3-day Lisbon plan" in spec
