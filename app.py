@@ -2,9 +2,12 @@
 
 The page scripts are in app_pages/ (not pages/: Streamlit would list every file of a pages/ folder
 in the sidebar of a deep link opened before this router first ran), their shared parts in lab_ui/.
-Each url_path is fixed, so links keep working whatever the files are called.
+Each url_path is fixed, so links keep working whatever the files are called. Every run ends by
+writing the view it showed into the URL's query parameters (lab_ui/deep_links.py).
 """
 import streamlit as st
+
+from lab_ui.deep_links import run_showing_view
 
 PAGES = [
     st.Page("app_pages/sessions.py", title="Sessions", icon="🗂️", default=True),
@@ -16,8 +19,8 @@ PAGES = [
     st.Page("app_pages/audit.py", title="Audit", icon="🩺", url_path="audit"),
     st.Page("app_pages/experiments.py", title="Experiments", icon="🧪", url_path="experiments"),
     st.Page("app_pages/search.py", title="Search", icon="🔎", url_path="search"),
-    st.Page("app_pages/memory.py", title="Sessions and memory", icon="🗃️", url_path="memory"),
+    st.Page("app_pages/memory.py", title="Memory manager", icon="🗃️", url_path="memory"),
     st.Page("app_pages/long_term.py", title="Long-term memory", icon="🧠", url_path="long_term"),
 ]
 
-st.navigation(PAGES).run()
+run_showing_view(st.navigation(PAGES))

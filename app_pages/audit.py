@@ -2,12 +2,14 @@
 # the compactions worst first, and for the one selected what its summary dropped.
 #
 # State: ``audit_table`` (the row selected in the table, the worst one while none is; a new key
-# whenever the rows listed change, see lab_ui/tables.py). The audits are worked out once per state of
+# whenever the rows listed change, see lab_ui/tables.py); until a row is selected, the compaction a link's
+# ``overlay`` names (lab_ui/deep_links.py). The audits are worked out once per state of
 # the store (``store.sessions.stamp()``, one cheap read) and shared by every rerun and browser tab.
 import streamlit as st
 
 from lab_ui.audit_panel import dropped_panel, open_on_tree
 from lab_ui.damaged_rows import named_again, recording_damaged_rows
+from lab_ui.deep_links import linked_audit
 from lab_ui.navigation import link_to
 from lab_ui.sidebar import setup_page
 from lab_ui.store import database_target
@@ -104,8 +106,9 @@ def render_selected(store, audit):
 
 store, _ = setup_page("Audit")
 st.title("Audit")
-st.caption("What each compaction forgot: the paths, commands, URLs, ids, numbers, dates, versions, errors and decisions "
-           "a compacted span stated that neither its summary, a pinned message, the head nor the tail still held.")
+st.caption("What each compaction forgot: the paths, commands, URLs, ids, numbers, dates, versions, errors and "
+           "decisions a compacted span stated that neither its summary, a pinned message, the head nor the tail "
+           "still held.")
 try:
     audits, table, by_kind, figure = store_audits(store)
 except MemoryLabError as failure:
@@ -115,4 +118,4 @@ if not audits:
     render_empty(store)
     st.stop()
 render_overview(audits, by_kind, figure)
-render_selected(store, render_worst(audits, table) or audits[0])
+render_selected(store, linked_audit(audits, render_worst(audits, table)) or audits[0])

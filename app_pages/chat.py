@@ -9,6 +9,7 @@
 import streamlit as st
 
 from lab_ui.chat_messages import branch_switcher, render_parts, sibling_ids
+from lab_ui.experiment_from_here import add_branch_button, add_probe_popover
 from lab_ui.live import live_updates
 from lab_ui.models import completion_settings
 from lab_ui.selection import active_leaf, branch_history, branch_key, select_leaf
@@ -98,6 +99,7 @@ def shown_window(history):
         shown = st.session_state[window_key] = max(shown, len(history) - position)
     shown = min(shown, len(history))
     st.caption(f"Branch ending at `{leaf_id}` · {shown} of {len(history)} messages shown · model `{model}`")
+    add_branch_button(session, leaf_id, "chat_add_case")
     if shown < len(history):
         earlier = min(SHOWN_MESSAGES, len(history) - shown)
         if st.button(f"Show {earlier} earlier messages", key="chat_earlier", icon="⬆️"):
@@ -107,7 +109,8 @@ def shown_window(history):
 
 
 def render_message(message, pinned, cached, siblings):
-    """One stored message with its actions: pin, regenerate (an answer), edit and fork (a question)."""
+    """One stored message with its actions in a row: regenerate (an answer), edit and fork (a question),
+    pin, add a probe, and the switch between its sibling branches."""
     avatar = {"system": "⚙️", "tool": "🔧"}.get(message["role"])
     with st.chat_message(message["role"], avatar=avatar):
         if pinned:
@@ -115,18 +118,15 @@ def render_message(message, pinned, cached, siblings):
         render_parts(message)
         if message["id"] in cached:
             st.caption(turn_cache_caption(cached[message["id"]]))
-        actions = st.columns([1, 1, 2])
-        if actions[1].button("📌", key=f"pin_{message['id']}", type="primary" if pinned else "secondary",
-                             help="Unpin: let compactions summarize it again" if pinned
-                             else "Pin: compactions keep this message whole"):
-            toggle_pin(message["id"], pinned)
+        actions = st.container(horizontal=True, gap="small", vertical_alignment="center")
         if message["role"] == "assistant" and message["parent_id"]:
-            if actions[0].button("↻", key=f"regen_{message['id']}", help="Regenerate: a new sibling branch"):
+            if actions.button("Regenerate", key=f"regen_{message['id']}", icon=":material/refresh:",
+                              help="Regenerate: a new sibling branch"):
                 st.session_state["pending"] = ("regenerate", message["id"], None)
         if message["role"] == "user":
             # Its text box is drawn only while open: fifty of them would cost every rerun.
-            editor = actions[0].popover("✎", help="Edit: fork a new branch from here",
-                                        key=f"edit_{message['id']}", on_change="rerun")
+            editor = actions.popover("Edit", icon=":material/edit:", help="Edit: fork a new branch from here",
+                                     key=f"edit_{message['id']}", on_change="rerun")
             if editor.open:
                 with editor:
                     edited = st.text_area("Edited message",
@@ -134,7 +134,13 @@ def render_message(message, pinned, cached, siblings):
                                           key=f"edit_text_{message['id']}")
                     if st.button("Fork and answer", key=f"fork_{message['id']}"):
                         st.session_state["pending"] = ("edit", message["id"], edited)
-        branch_switcher(session, message, actions[2], siblings.get(message["parent_id"], ()))
+        if actions.button("Unpin" if pinned else "Pin", key=f"pin_{message['id']}", icon=":material/push_pin:",
+                          type="primary" if pinned else "secondary",
+                          help="Unpin: let compactions summarize it again" if pinned
+                          else "Pin: compactions keep this message whole"):
+            toggle_pin(message["id"], pinned)
+        add_probe_popover(session, leaf_id, message, actions)
+        branch_switcher(session, message, actions, siblings.get(message["parent_id"], ()))
 
 
 def render_chat(history):
@@ -154,10 +160,9 @@ def render_chat(history):
             render_message(message, message["id"] in history.pinned_ids, cached, siblings)
 
 
-def render_turn():
-    """The input box, and the turn it or a pending regeneration or edit streams above it."""
-    turn_area = st.container()  # a new turn streams here, above the input box
-    prompt = st.chat_input("Message the agent")
+def render_turn(prompt, turn_area):
+    """The turn the input box (``prompt``) or a pending regeneration or edit streams into ``turn_area``,
+    below the branch."""
     with turn_area:
         pending = st.session_state.pop("pending", None)
         if pending:
@@ -227,7 +232,10 @@ with side_column:
 with chat_column:
     history = branch_history(session, leaf_id)  # read once per branch version, for the chat, budget and request
     render_chat(history)
-    render_turn()
+    turn_area = st.container()  # a new turn streams here, below the branch
+# At the page's top level, so Streamlit pins it to the bottom of the window.
+prompt = st.chat_input("Message the agent")
+render_turn(prompt, turn_area)
 with side_column:
     render_what_the_model_sees(history)
 st.divider()

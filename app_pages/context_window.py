@@ -108,7 +108,8 @@ def render_prompt_cache():
         totals = report.totals()
         columns = st.columns(4)
         columns[0].metric("Input served from the cache", f"{totals['cached_share']:.0%}",
-                          help=f"{totals['cached_input_tokens']:,} of {totals['input_tokens']:,} estimated input tokens")
+                          help=f"{totals['cached_input_tokens']:,} of {totals['input_tokens']:,} estimated "
+                               "input tokens")
         columns[1].metric("Lost to invalidations", f"{totals['lost_tokens']:,} tokens",
                           help=", ".join(f"{cause}: {tokens:,}" for cause, tokens in totals["lost_by_cause"].items()))
         for column, key, label in ((columns[2], "cost_cached", "Cost with caching"),

@@ -6,15 +6,17 @@
 # (the run in progress, an ``ExperimentJob``; ``exp_followed`` the one whose trial the picker moved to,
 # ``exp_job_seen`` its runs the page last drew), ``exp_tab`` (the open tab), ``exp_open`` (an experiment
 # another page or a save wants shown next, on its Results tab) and ``exp_flash`` (a message for the
-# next rerun).
+# next rerun). A link's query parameters open an experiment, tab and trial (lab_ui/deep_links.py).
 import streamlit as st
 import yaml
 
+from lab_ui.deep_links import follow_experiment_link
 from lab_ui.escaping import escape_markdown
 from lab_ui.experiment_arms import edit_arms
 from lab_ui.experiment_cases import edit_cases
 from lab_ui.experiment_drafts import (
     FROM_SAMPLE,
+    NEW,
     UPLOAD,
     checked,
     current_draft,
@@ -33,20 +35,22 @@ from lab_ui.sidebar import setup_page
 from memorylab import MemoryLabError
 from memorylab.experiments import Experiments
 
+TABS = ["Results", "Arms", "Cases and probes", "YAML"]
+
 
 def pick_experiment(listing):
-    """The experiment box: the saved ones, newest change first, then the two ways to start one."""
+    """The experiment box: the saved ones, newest change first, then the three ways to start one."""
     if "exp_open" in st.session_state:
         st.session_state["exp_choice"] = st.session_state.pop("exp_open")
     if "exp_show" in st.session_state:
         st.session_state["exp_tab"] = st.session_state.pop("exp_show")
-    options = [*listing, FROM_SAMPLE, UPLOAD]
+    options = [*listing, NEW, FROM_SAMPLE, UPLOAD]
     if st.session_state.get("exp_choice") not in options:
         st.session_state.pop("exp_choice", None)
         if listing:
             st.session_state["exp_choice"] = options[0]
     return st.selectbox("Experiment", options, index=None, key="exp_choice",
-                        placeholder="Pick an experiment, or start from the sample spec")
+                        placeholder="Pick an experiment, or start a new one")
 
 
 def job_outcome():
@@ -148,11 +152,13 @@ try:
 except MemoryLabError as failure:
     st.error(str(failure))
     st.stop()
+follow_experiment_link(listing, TABS)
 choice = pick_experiment(listing)
 if choice in listing:
     row = listing[choice]
     st.caption(f"{escape_markdown(row['description'] or 'No description.')} · {row['arms']} arms × "
-               f"{row['cases']} cases, {row['probes']} probes · {row['trials']} trial{'' if row['trials'] == 1 else 's'}")
+               f"{row['cases']} cases, {row['probes']} probes · "
+               f"{row['trials']} trial{'' if row['trials'] == 1 else 's'}")
 running = job_outcome()
 draft = current_draft(experiments, choice, listing)
 if draft is None:
@@ -160,8 +166,7 @@ if draft is None:
 
 bar = st.container()
 # Only the open tab is drawn: a large experiment's editors cost as much as its results.
-results, arms_tab, cases_tab, yaml_view = st.tabs(["Results", "Arms", "Cases and probes", "YAML"], key="exp_tab",
-                                                   on_change="rerun")
+results, arms_tab, cases_tab, yaml_view = st.tabs(TABS, key="exp_tab", on_change="rerun")
 changes = []
 if arms_tab.open:
     with arms_tab:

@@ -1,4 +1,4 @@
-# Sessions and memory: the memory manager's view (one memory per person or channel, with statuses and
+# Memory manager: one memory per person or channel, with statuses and
 # summaries), the KV store beside it, cross-agent admin, and identify().
 #
 # State: ``memory_tenant``, ``memory_agent`` and the memory filters (``memory_inactive``, ``memory_since``,
@@ -36,8 +36,9 @@ def pick_agent(admin, agents):
     names = {f"{a['agent_id']}" + (f" ({a['name']})" if a.get("name") else "") + f" · {a['session_count']} memories":
              a["agent_id"] for a in agents}
     count = admin.agent_count()
-    return names[st.selectbox("Agent", list(names), key="memory_agent", help=None if count <= AGENT_CHOICES else
-                              f"The {AGENT_CHOICES} busiest of {count:,} agents; reach any other in Cross-agent admin.")]
+    crowded = (f"The {AGENT_CHOICES} busiest of {count:,} agents; reach any other in Cross-agent admin."
+               if count > AGENT_CHOICES else None)
+    return names[st.selectbox("Agent", list(names), key="memory_agent", help=crowded)]
 
 
 def listed_memories(memory):
@@ -164,8 +165,8 @@ def render_identify():
             st.error(str(error))
 
 
-store, session = setup_page("Sessions and memory")
-st.title("Sessions and memory")
+store, session = setup_page("Memory manager")
+st.title("Memory manager")
 st.caption("The memory manager's view: one memory per person or channel (a memory key is a session), "
            "with statuses and summaries; the KV store beside it; and admin access across agents.")
 tenants = sorted(set(store.agents.tenants()) | {"default"})

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from lab_ui.audit_panel import dropped_panel, session_audits
+from lab_ui.experiment_from_here import add_branch_button
 from lab_ui.live import live_updates
 from lab_ui.pin_manager import pin_manager
 from lab_ui.selection import active_leaf, branch_key, select_leaf
@@ -93,7 +94,8 @@ def band_audit(session, overlays):
     ids = [overlay["id"] for overlay in overlays]
     asked = st.session_state.pop("tree_overlay", st.session_state.get("tree_band"))
     st.session_state["tree_band"] = asked if asked in ids else None
-    spans = {overlay["id"]: f"summary {overlay['id']} · {overlay['from_id']} … {overlay['to_id']}" for overlay in overlays}
+    spans = {overlay["id"]: f"summary {overlay['id']} · {overlay['from_id']} … {overlay['to_id']}"
+             for overlay in overlays}
     chosen = st.selectbox("Compaction band: what did its summary drop?", ids, key="tree_band", format_func=spans.get,
                           placeholder="Pick a band, or click a summary's label on the tree")
     if chosen is not None:
@@ -172,6 +174,7 @@ def render_branch_picker(tree, leaves):
     chosen = st.selectbox("Active branch (by its leaf)", names, index=current)
     if branch_names[chosen] != leaf_id:
         choose_leaf(branch_names[chosen])
+    add_branch_button(session, leaf_id, "tree_add_case")
 
 
 def render_path(tree, history):

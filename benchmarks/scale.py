@@ -120,12 +120,12 @@ def page_times(target, pages=PAGES, repetitions=3):
     # Each AppTest run in bare mode warns of a missing script context, once per run.
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").setLevel(logging.ERROR)
     os.environ["MEMORYLAB_DB"] = str(target)
-    AppTest.from_file(str(ROOT / "pages" / "sessions.py"), default_timeout=600).run()  # imports, caches
+    AppTest.from_file(str(ROOT / "app_pages" / "sessions.py"), default_timeout=600).run()  # imports, caches
     times = {}
     for page in pages:
         firsts, reruns = [], []
         for _ in range(repetitions):
-            app = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=600)
+            app = AppTest.from_file(str(ROOT / "app_pages" / f"{page}.py"), default_timeout=600)
             app.session_state["session_ref"] = LONG_SESSION
             started = time.perf_counter()
             app.run()

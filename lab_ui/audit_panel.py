@@ -104,8 +104,8 @@ def dropped_panel(audit, session, key, *, heading="What this summary dropped", s
     the summary (default: by its overlay id); ``key`` makes its buttons' keys unique on the page."""
     if heading:
         st.markdown(f"#### {heading}")
-    st.caption(audit_caption(audit, subject or f"Summary {audit.overlay_id}") + " An artifact is lost when neither the summary, a pinned message, the head nor "
-               "the tail the agent read next still holds it.")
+    st.caption(audit_caption(audit, subject or f"Summary {audit.overlay_id}") + " An artifact is lost when neither "
+               "the summary, a pinned message, the head nor the tail the agent read next still holds it.")
     if audit.kept and not audit.lost:
         st.success(f"Nothing: the request after it still holds all {len(audit.kept)} artifacts.")
     lost_artifacts(audit, session, key)

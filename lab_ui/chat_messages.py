@@ -31,16 +31,17 @@ def sibling_ids(branch, parent_ids, _session):
     return {parent_id: [m["id"] for m in _session.get_branches(parent_id)] for parent_id in parent_ids}
 
 
-def branch_switcher(session, message, column, siblings):
-    """◀ n/m ▶ between the siblings of ``message`` (regenerations and edits)."""
+def branch_switcher(session, message, row, siblings):
+    """Previous / branch n/m / Next between the siblings of ``message`` (regenerations and edits), in
+    the horizontal container ``row``."""
     if len(siblings) < 2:
         return
     index = siblings.index(message["id"])
-    back, label, forward = column.columns([1, 2, 1])
-    label.caption(f"branch {index + 1}/{len(siblings)}")
-    if back.button("◀", key=f"prev_{message['id']}", disabled=index == 0):
+    if row.button("Previous", key=f"prev_{message['id']}", icon=":material/chevron_left:", disabled=index == 0):
         select_leaf(session.get_leaf_for(siblings[index - 1]))
         st.rerun()
-    if forward.button("▶", key=f"next_{message['id']}", disabled=index == len(siblings) - 1):
+    row.caption(f"branch {index + 1}/{len(siblings)}")
+    if row.button("Next", key=f"next_{message['id']}", icon=":material/chevron_right:",
+                  disabled=index == len(siblings) - 1):
         select_leaf(session.get_leaf_for(siblings[index + 1]))
         st.rerun()

@@ -4,9 +4,10 @@ proposed by a model, removal), the automatic cases as written, and "Add a case" 
 import pandas as pd
 import streamlit as st
 
-from memorylab import MemoryLabError, Session
+from memorylab import DamagedRowError, MemoryLabError, Session
 from memorylab.display.treeview import preview
 from memorylab.experiments import PROBE_KINDS, plan_for, propose_probes
+from memorylab.experiments.drafts import add_probes
 
 from .escaping import escape_markdown
 from .experiment_arms import compaction_arm
@@ -16,6 +17,11 @@ from .models import completion_settings
 PROBE_COLUMNS = ("id", "kind", "question", "facts", "answer")
 FACT_SEPARATOR = "; "
 COMPACTING = ("summarize", "extractive")
+GRID_HEADER, GRID_ROW, BLANK_ROWS, MAX_GRID_HEIGHT = 38, 35, 4, 560
+"""The probe grid: its probes and ``BLANK_ROWS`` blank rows to type new ones into (a blank row is no
+probe), within ``MAX_GRID_HEIGHT`` pixels, so typing starts in a row already there rather than in the
+grid's "add row" line, whose new row reruns the page while the first cell is being typed. No column
+is required: a cell left blank is named by the spec's check, never a reason to drop a row."""
 
 
 def probes_table(probes) -> pd.DataFrame:
@@ -38,24 +44,6 @@ def probes_from_table(frame) -> list[dict]:
         probe.update((key, row[key]) for key in ("kind", "answer") if row[key] is not None)
         probes.append(probe)
     return probes
-
-
-def add_probes(spec, case_name, probes):
-    """``spec`` with ``probes`` appended to case ``case_name``, ids made unique within the case."""
-    cases = []
-    for case in spec["cases"]:
-        if case["name"] == case_name:
-            taken = {p["id"] for p in case["probes"]}
-            added = []
-            for probe in probes:
-                probe_id, n = probe["id"], 2
-                while probe_id in taken:
-                    probe_id, n = f"{probe['id']}-{n}", n + 1
-                taken.add(probe_id)
-                added.append(probe | {"id": probe_id})
-            case = case | {"probes": [*case["probes"], *added]}
-        cases.append(case)
-    return spec | {"cases": cases}
 
 
 def _automatic_cases(cases, key):
@@ -103,17 +91,28 @@ def edit_cases(store, draft):
     return cases + automatic, changes
 
 
+def _probe_grid(probes) -> pd.DataFrame:
+    """The probes and blank rows after them, as the grid edits them."""
+    blank = pd.DataFrame([dict.fromkeys(PROBE_COLUMNS)] * BLANK_ROWS, columns=PROBE_COLUMNS)
+    return pd.concat([probes_table(probes), blank], ignore_index=True).astype(object)
+
+
+def _grid_height(rows):
+    """Pixels for the probe grid: its rows and the "add row" line, up to ``MAX_GRID_HEIGHT``."""
+    return min(GRID_HEADER + GRID_ROW * (rows + 1), MAX_GRID_HEIGHT)
+
+
 def _case_editor(store, case, arms, key):
     st.caption(f"Session `{case['session']}` · agent `{case.get('agent', 'default')}` · "
                f"tenant `{case.get('tenant', 'default')}`")
     leaf = _leaf_picker(store, case, key)
     edited = st.data_editor(
-        probes_table(case["probes"]), key=f"exp_probes:{key}", num_rows="dynamic", hide_index=True, width="stretch",
-        height=min(38 + 35 * (len(case["probes"]) + 1), 560),
+        _probe_grid(case["probes"]), key=f"exp_probes:{key}", num_rows="dynamic", hide_index=True, width="stretch",
+        height=_grid_height(len(case["probes"]) + BLANK_ROWS),
         column_config={
             "id": st.column_config.TextColumn(help="Unique in the case (blank: probe-N)"),
             "kind": st.column_config.SelectboxColumn(options=list(PROBE_KINDS), default="recall"),
-            "question": st.column_config.TextColumn(width="large", required=True),
+            "question": st.column_config.TextColumn(width="large"),
             "facts": st.column_config.TextColumn(width="medium",
                                                  help=f"Short exact phrases, separated by “{FACT_SEPARATOR}”"),
             "answer": st.column_config.TextColumn(
@@ -157,10 +156,22 @@ def _leaf_picker(store, case, key):
     labels = {f"the newest leaf, whichever it is when the experiment runs ({newest})": None}
     labels |= {label: leaf_id for leaf_id, label in leaves}
     if case.get("leaf") and case["leaf"] not in labels.values():
-        labels[f"{case['leaf']} · not in the session any more"] = case["leaf"]
+        labels[_unlisted_leaf_label(session, case["leaf"])] = case["leaf"]
     names = list(labels)
     current = list(labels.values()).index(case.get("leaf"))
     return labels[st.selectbox("Branch (by its leaf)", names, index=current, key=f"exp_leaf:{key}")]
+
+
+def _unlisted_leaf_label(session, leaf_id):
+    """A case's leaf that ends no branch of its session: a message inside one (the case reads the
+    branch up to it, as the Tree's "the selected message" does), or gone."""
+    try:
+        message = session.get_message(leaf_id)
+    except DamagedRowError:
+        return f"{leaf_id} · a message that cannot be read"
+    if message is None:
+        return f"{leaf_id} · not in the session any more"
+    return f"{leaf_id} · {preview(message, 60)} (inside a branch: read up to it)"
 
 
 def _propose(store, case, arms):

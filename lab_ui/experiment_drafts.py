@@ -21,6 +21,7 @@ import yaml
 
 from memorylab import MemoryLabError
 from memorylab.experiments import parse_spec_yaml
+from memorylab.experiments.drafts import empty_spec, free_name
 from memorylab.experiments.spec import AUTO
 from memorylab.samples import SAMPLE_DIR
 from memorylab.store.compare_and_set import MISSING, StaleWriteError
@@ -29,8 +30,11 @@ from .escaping import escape_markdown
 from .guarded_edits import changed_since_loaded
 
 SAMPLE_SPEC = SAMPLE_DIR / "experiments" / "sample.yaml"
+NEW = "New experiment"
 FROM_SAMPLE = "New from the sample spec"
 UPLOAD = "Upload a YAML spec"
+READ_BACK = "saved: read it back"
+"""The origin of a draft just saved: the next run loads it back from the store, with its version."""
 
 
 def page_tenant():
@@ -81,39 +85,23 @@ def set_draft(origin, spec, version=None):
 
 
 def opened_draft(origin, spec, tab, version=None):
-    """A spec just picked, uploaded or loaded, shown on ``tab``."""
-    st.session_state["exp_tab"] = tab
+    """A spec just picked, uploaded or loaded, shown on ``tab`` (or the one a link asked for)."""
+    st.session_state["exp_tab"] = st.session_state.get("exp_link_tab") or tab
     return set_draft(origin, spec, version)
 
 
 def current_draft(experiments, choice, listing):
     """The draft for ``choice``, loaded when the choice changed; None (and what to do) when there is none."""
-    if choice is None:
-        st.info("No experiment in this store yet. Start from the sample spec (three sample conversations, seven arms "
-                "from the full history to a context window), or pick **Upload a YAML spec** above; the format is "
-                "described in sample_data/experiments/README.md.")
-        if st.button("Start from the sample spec", type="primary"):
-            st.session_state["exp_open"] = FROM_SAMPLE
-            st.rerun()
-        return None
     draft = st.session_state.get("exp_draft")
+    if choice is None:
+        _ways_to_start()
+        return None
     if choice == UPLOAD:
-        upload = st.file_uploader("Experiment spec (YAML)", type=["yaml", "yml", "json"], key="exp_upload")
-        if upload is None:
-            st.info("Choose a YAML file with name, arms and cases; sample_data/experiments/sample.yaml is an example.")
-            return None
-        origin = f"upload:{upload.file_id}"
-        if draft and draft["origin"] == origin:
+        return _uploaded_draft(draft)
+    if choice == NEW:
+        if draft and draft["origin"] == "new":
             return draft
-        try:
-            spec = parse_spec_yaml(upload.getvalue().decode("utf-8"), source=upload.name)
-        except UnicodeDecodeError:
-            st.error(f"{upload.name} is not UTF-8 text, so it is not a YAML spec.")
-            return None
-        except MemoryLabError as error:
-            st.error(str(error))
-            return None
-        return opened_draft(origin, spec.to_dict(), "Arms")
+        return opened_draft("new", empty_spec(free_name("my-experiment", set(listing))), "Arms")
     origin = "sample" if choice == FROM_SAMPLE else saved_origin(listing[choice])
     if draft and draft["origin"] == origin:
         return draft
@@ -128,6 +116,39 @@ def current_draft(experiments, choice, listing):
         return set_draft(origin, spec.to_dict(), version)
     return opened_draft(origin, spec.to_dict(), "Results" if listing.get(choice, {}).get("trials") else "Arms",
                         version)
+
+
+def _ways_to_start():
+    """What a store without experiments shows: an empty one, the sample spec, or an upload."""
+    st.info("No experiment in this store yet. Start an empty one and add your own sessions as cases (here, or with "
+            "**Add this branch as a case** on the Chat and Tree pages), start from the sample spec (three sample "
+            "conversations, seven arms from the full history to a context window), or pick **Upload a YAML spec** "
+            "above; the format is described in sample_data/experiments/README.md.")
+    new, sample = st.columns(2)
+    for column, start, label in ((new, NEW, "Start an empty experiment"),
+                                 (sample, FROM_SAMPLE, "Start from the sample spec")):
+        if column.button(label, type="primary" if start == FROM_SAMPLE else "secondary", width="stretch"):
+            st.session_state["exp_open"] = start
+            st.rerun()
+
+
+def _uploaded_draft(draft):
+    upload = st.file_uploader("Experiment spec (YAML)", type=["yaml", "yml", "json"], key="exp_upload")
+    if upload is None:
+        st.info("Choose a YAML file with name, arms and cases; sample_data/experiments/sample.yaml is an example.")
+        return None
+    origin = f"upload:{upload.file_id}"
+    if draft and draft["origin"] == origin:
+        return draft
+    try:
+        spec = parse_spec_yaml(upload.getvalue().decode("utf-8"), source=upload.name)
+    except UnicodeDecodeError:
+        st.error(f"{upload.name} is not UTF-8 text, so it is not a YAML spec.")
+        return None
+    except MemoryLabError as error:
+        st.error(str(error))
+        return None
+    return opened_draft(origin, spec.to_dict(), "Arms")
 
 
 def saved_origin(row):
@@ -149,13 +170,33 @@ def checked(experiments, spec_dict, problems):
 
 def saved(spec, *, message=None, tab=None):
     """After a save or a run: the box shows the experiment, the editors start from what was saved."""
-    set_draft("saved: read it back", spec.to_dict())  # the next run loads what is stored now, and its version
+    set_draft(READ_BACK, spec.to_dict())  # the next run loads what is stored now, and its version
     st.session_state["exp_open"] = spec.name
     if message:
         st.session_state["exp_flash"] = message
     if tab:
         st.session_state["exp_show"] = tab
     st.rerun()
+
+
+def editable_draft(experiments):
+    """The draft the Chat and Tree pages add cases and probes to: the one being edited (loaded back
+    first when it was just saved), else a new empty one."""
+    draft = st.session_state.get("exp_draft")
+    if draft and draft["origin"] == READ_BACK:
+        name = draft["spec"]["name"]
+        version = experiments.version(name)  # first: a save landing between the reads looks stale, never fresh
+        return set_draft(saved_origin({"name": name}), experiments.get(name).to_dict(), version)
+    if draft and (draft["origin"] in ("new", "sample") or draft["origin"].startswith("saved:")):
+        return draft
+    names = {row["name"] for row in experiments.listing()}
+    return set_draft("new", draft["spec"] if draft else empty_spec(free_name("my-experiment", names)))
+
+
+def draft_choice(draft):
+    """What the Experiments page's box shows for ``draft``, so that it opens on it."""
+    origin = draft["origin"]
+    return origin.removeprefix("saved:") if origin.startswith("saved:") else FROM_SAMPLE if origin == "sample" else NEW
 
 
 def guarded_version(draft, spec):

@@ -20,7 +20,8 @@ def import_panel(store, *, expanded):
     done = st.session_state.pop("import_done", None)
     if done:
         summary, *sessions = done.splitlines()
-        st.success("\n".join([escape_markdown(summary), ""] + [f"- {escape_markdown(line.strip())}" for line in sessions]))
+        lines = [f"- {escape_markdown(line.strip())}" for line in sessions]
+        st.success("\n".join([escape_markdown(summary), ""] + lines))
     with st.expander("Import agent memory", icon="📥", expanded=expanded):
         st.caption("Bring in conversations from " + "; ".join(f.label for f in FORMATS.values())
                    + f". The format is told by the file's content. Up to {MAX_UPLOAD_MB} MB here; larger files "

@@ -42,7 +42,8 @@ def pin_manager(session, tree, selected_id):
             st.caption("No pins yet. A pinned message is left out of every compaction's summary and read whole "
                        "right after it; its tool call or result stays with it.")
             return
-        table = st.dataframe(pd.DataFrame(pin_row(pin, tree.messages.get(pin["message_id"])) for pin in pins), hide_index=True, width="stretch", on_select="rerun", selection_mode="multi-row",
+        rows = pd.DataFrame(pin_row(pin, tree.messages.get(pin["message_id"])) for pin in pins)
+        table = st.dataframe(rows, hide_index=True, width="stretch", on_select="rerun", selection_mode="multi-row",
                              key=table_key("tree_pins_table", [pin["message_id"] for pin in pins]))
         chosen = [pin["message_id"] for pin in selected_rows(table, pins)]
         if st.button(f"Unpin {len(chosen)} selected", key="tree_unpin_rows", disabled=not chosen):

@@ -23,14 +23,17 @@ PICKER_LEAVES = 200
 """Leaves the comparison picker lists, newest first (with the one chosen)."""
 SHOWN_COLUMNS = {
     "turn": st.column_config.NumberColumn("#", width="small"),
-    "user": st.column_config.TextColumn("User"),
-    "answer_a": st.column_config.TextColumn("A: answer", width="large"),
-    "answer_b": st.column_config.TextColumn("B: answer", width="large"),
-    "output_tokens_a": st.column_config.NumberColumn("A: tokens out"),
-    "output_tokens_b": st.column_config.NumberColumn("B: tokens out"),
-    "cost_a": st.column_config.NumberColumn("A: cost ($)", format="%.6f"),
-    "cost_b": st.column_config.NumberColumn("B: cost ($)", format="%.6f"),
+    "user": st.column_config.TextColumn("User", width="small"),
+    "answer_a": st.column_config.TextColumn("A: answer", width="medium"),
+    "answer_b": st.column_config.TextColumn("B: answer", width="medium"),
+    "output_tokens_a": st.column_config.NumberColumn("A: tokens out", width="small"),
+    "output_tokens_b": st.column_config.NumberColumn("B: tokens out", width="small"),
+    "cost_a": st.column_config.NumberColumn("A: cost ($)", format="%.6f", width="small"),
+    "cost_b": st.column_config.NumberColumn("B: cost ($)", format="%.6f", width="small"),
 }
+"""Both answers side by side within a wide page's main area (about 900 pixels beside the sidebar):
+the answers medium, the rest small, so none is pushed off-screen; the table stretches them to fill the row,
+and a cell's whole text shows on hover."""
 
 
 def render_replay(session, leaf_id, *, long_term=None):

@@ -2,7 +2,8 @@
 
 Every page calls ``setup_page`` (or ``session_page``) first, which also makes it runnable on its own.
 State: ``database`` (the target opened in the sidebar), ``session_ref`` and ``leaf_id`` (see
-``selection``), ``model`` and ``completion_kwargs`` (see ``models``).
+``selection``; a link's query parameters select them, see ``deep_links``), ``model`` and
+``completion_kwargs`` (see ``models``).
 """
 from urllib.parse import parse_qsl, urlsplit
 
@@ -13,6 +14,7 @@ from memorylab.shapes import SessionRows
 from memorylab.store import is_postgres_url
 
 from .damaged_rows import report_damaged_rows
+from .deep_links import follow_selection_link
 from .models import model_picker
 from .selection import ref_of, select_session, session_row
 from .session_context import lab_context_switch
@@ -124,6 +126,7 @@ def setup_page(title, *, wide=True):
     st.sidebar.markdown("### 🧠 memorylab")
     st.sidebar.caption(f"Database `{store.path}`")
     _database_picker(store)
+    follow_selection_link(store)
     ref = _session_picker(store)
     lab_context = lab_context_switch(store, ref)
     model_picker()

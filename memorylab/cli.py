@@ -20,6 +20,7 @@ from .importers import FORMATS, ReadBudget, detect_format, import_folder, import
 from .importers.otel import AGENT_ID
 from .importers.watch import INTERVAL, watch_sources
 from .io import write_export
+from .lab_links import AuditLink, lab_url
 from .otlp_receiver import SETTLE_SECONDS, TraceCollector, serving
 from .samples import load_samples
 from .store import Store, database_exists, default_database, is_postgres_url, require_database
@@ -30,6 +31,12 @@ from .store_copy import copy_store
 def _namespace_options(parser):
     parser.add_argument("--tenant", default="default", help="tenant id (default: %(default)s)")
     parser.add_argument("--agent", default="default", help="agent id (default: %(default)s)")
+
+
+def _lab_url_option(parser, what):
+    parser.add_argument("--lab-url", metavar="URL",
+                        help=f"where the lab is served (e.g. http://localhost:8501): print the link that opens {what} "
+                             "in it (the lab must show the same --db)")
 
 
 def build_parser():
@@ -130,6 +137,7 @@ def build_parser():
                           help="let the spec's api_base send model calls, with the environment's provider key, to "
                                "HOST or HOST:PORT (repeatable; also $MEMORYLAB_ALLOWED_API_HOSTS, comma-separated); "
                                "no other host is allowed")
+    _lab_url_option(evaluate, "the trial")
 
     audit = command("audit", help="what each compaction forgot: the artifacts (paths, commands, URLs, ids, numbers, "
                                   "dates, versions, errors, decisions) of the span it replaced that the next request "
@@ -138,6 +146,7 @@ def build_parser():
                        help="sessions of --db to audit (default: every session with a compaction); or one transcript "
                             "file or folder (e.g. ~/.claude/projects), imported into a throwaway in-memory store")
     audit.add_argument("--json", metavar="OUT", help="also write the audits as JSON to this file")
+    _lab_url_option(audit, "the audit")
 
     collect = command("collect", help="receive OpenTelemetry traces of LLM calls over OTLP/HTTP (POST /v1/traces, "
                                       "protobuf or JSON, gzip or not) and write their conversations into --db as "
@@ -306,6 +315,8 @@ def _eval(args):
     except InvalidInputError as error:
         print(f"memorylab: error: {error}", file=sys.stderr)
         return 2
+    if args.lab_url:
+        lab_url(args.lab_url)  # a wrong URL is refused before the experiment runs
     if not args.with_samples and not database_exists(args.db):
         raise MemoryLabError(f"no database at {args.db!r}: the file does not exist, and nothing was created; "
                              "--with-samples creates it with the sample conversations")
@@ -333,6 +344,9 @@ def _run_eval(store, spec, args):
     print(f"{spec.name}, trial {results.trial}: {len(spec.arms)} arms x {len(spec.cases)} cases "
           f"({sum(len(c.probes) for c in spec.cases)} probes)")
     print(results.leaderboard_markdown())
+    if args.lab_url:
+        print("lab: " + lab_url(args.lab_url, "experiments", tenant=args.tenant, experiment=spec.name, tab="Results",
+                                trial=results.trial))
     if args.json:
         results.to_json(args.json)
         print(f"wrote {args.json}", file=sys.stderr)
@@ -350,13 +364,21 @@ def _audit_paths(args):
     def skipped(file, reason):
         print(f"memorylab: skipped {file}: {reason}", file=sys.stderr)
 
+    if args.lab_url:
+        print("memorylab: no lab link: transcripts named by path are audited in a throwaway store; import them "
+              "(memorylab import PATH) to see their audit in the lab", file=sys.stderr)
     audits = audit_files(args.targets[0], progress=lambda done, total: _show_progress("files read", done, total),
                          skipped=skipped)
     return _write_audits(audits, args)
 
 
 def _audit(store, args):
-    return _write_audits(iter_store_audits(store, args.targets or None, workers=os.cpu_count() or 1), args)
+    audits = iter_store_audits(store, args.targets or None, workers=os.cpu_count() or 1)
+    link = AuditLink(args.lab_url) if args.lab_url else None
+    _write_audits(link.follow(audits) if link else audits, args)
+    if link:
+        print(f"lab: {link.url}")
+    return 0
 
 
 def _write_audits(audits, args):

@@ -57,7 +57,8 @@ STRATEGY_HELP = {
     "mask": "observation masking: older tool outputs replaced by a placeholder, text and tool calls kept (no model)",
     "mask+summarize": "masking first; a compaction plan summarized by a model only when the masked branch is "
                       "over token_budget",
-    "window": "seed 002's context window: the newest messages that fit max_length characters",
+    "window": "a sliding context window: the newest messages that fit in max_length characters, the older ones "
+              "left out",
     "truncate": "micro-compaction only: older tool outputs and long texts shortened",
     "none": "the full history: the ceiling",
     "recorded": "the compactions on record (the agent's own, imported, or accepted in the lab), replayed",

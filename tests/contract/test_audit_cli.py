@@ -76,3 +76,13 @@ def test_a_store_without_compactions_says_so(tmp_path, capsys):
         Session.create(store, "plain")
     assert main(["--db", str(path), "audit"]) == 0
     assert "no compactions found" in capsys.readouterr().out
+
+
+def test_with_lab_url_the_audits_link_is_printed(store, store_target, capsys):
+    planted_session(store, "a").add_compaction("Deploy fails.", "m0", "m3")
+    assert main(["--db", str(store_target), "audit", "a", "--lab-url", "http://localhost:8501"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == \
+        "lab: http://localhost:8501/audit?tenant=default&agent=default&session=a&overlay=1"
+    planted_session(store, "b").add_compaction("Deploy fails.", "m0", "m2")
+    assert main(["--db", str(store_target), "audit", "--lab-url", "http://localhost:8501"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "lab: http://localhost:8501/audit"

@@ -67,3 +67,15 @@ def test_a_spec_that_cannot_run_exits_2_naming_every_problem(tmp_path, spec_file
     assert main(["--db", str(tmp_path / "lab.db"), "eval", spec_file()]) == 2
     err = capsys.readouterr().err
     assert "no session 'long-migration-project'" in err and "--with-samples loads the sample conversations" in err
+
+
+def test_with_lab_url_the_trials_link_is_printed_and_a_wrong_url_runs_nothing(tmp_path, spec_file, capsys):
+    db = str(tmp_path / "lab.db")
+    assert main(["--db", db, "eval", spec_file(), "--with-samples", "--lab-url", "http://localhost:8501"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.splitlines()[-1] == \
+        "lab: http://localhost:8501/experiments?tenant=default&experiment=sample&tab=Results&trial=1"
+    assert main(["--db", db, "eval", spec_file(), "--lab-url", "localhost:8501"]) == 2
+    assert "the lab URL must be where the lab is served" in capsys.readouterr().err
+    assert main(["--db", db, "eval", spec_file(), "--lab-url", "http://lab:80/"]) == 0
+    assert "trial=2" in capsys.readouterr().out  # the refused one ran nothing

@@ -86,7 +86,8 @@ def test_an_empty_store_says_how_to_start(sample_lab_db):
     app = run_page()
     assert app.title[0].value == "Experiments"
     assert any("No experiment in this store yet" in i.value for i in app.info)
-    assert app.selectbox(key="exp_choice").options == ["New from the sample spec", "Upload a YAML spec"]
+    assert app.selectbox(key="exp_choice").options == [
+        "New experiment", "New from the sample spec", "Upload a YAML spec"]
     assert not app.data_editor and not [b for b in app.button if b.label == "Run"]
 
 

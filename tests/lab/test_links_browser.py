@@ -1,0 +1,89 @@
+"""Deep links and the experiment draft in headless Chromium: a link opened in a fresh browser shows
+what it names and survives a reload and back; a probe typed into a case's grid survives reruns.
+Screenshots go to ``screenshots/`` (or ``$MEMORYLAB_SCREENSHOTS``)."""
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT
+
+SHOTS = Path(os.environ.get("MEMORYLAB_SCREENSHOTS", ROOT / "screenshots"))
+TRIP = "tenant=default&agent=travel-planner&session=trip-planning-branches"
+
+
+@pytest.fixture
+def lab_db(sample_lab_db):
+    return sample_lab_db
+
+
+@pytest.fixture
+def page(browser, lab_server):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    yield page
+    page.close()
+
+
+def settled(page, text):
+    page.get_by_text(text).first.wait_for(timeout=90_000)
+    page.wait_for_function("!document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=60_000)
+    page.wait_for_timeout(1000)
+    assert page.locator("[data-testid='stException']").count() == 0
+
+
+def active_branch(page):
+    picker = page.locator("[data-testid='stSelectbox']").filter(has_text="Active branch")
+    return picker.text_content() + " " + " ".join(box.input_value() for box in picker.locator("input").all())
+
+
+def test_a_deep_link_opens_its_branch_in_a_fresh_browser_and_survives_reload_and_back(page, lab_server):
+    page.goto(f"{lab_server}/tree?{TRIP}&leaf=m005")
+    settled(page, "Active path")
+    assert "m005 ·" in active_branch(page)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=SHOTS / "deep_link_tree.png")
+    page.reload()
+    settled(page, "Active path")
+    assert "m005 ·" in active_branch(page) and "leaf=m005" in page.url
+    page.get_by_role("button", name=re.compile("Add this branch as a case")).click()
+    page.get_by_text("Open the draft on the Experiments page").click()
+    settled(page, "Cases and probes")
+    assert "experiment=" not in page.url and "leaf=m005" in page.url  # an unsaved draft has no link of its own
+    page.go_back()
+    page.wait_for_timeout(2000)
+    if "/tree?" not in page.url:  # the Experiments page's own parameters were a step of their own
+        page.go_back()
+    settled(page, "Active path")
+    assert "m005 ·" in active_branch(page) and "/tree?" in page.url
+
+
+def test_a_link_to_a_missing_session_says_so_in_the_browser(page, lab_server):
+    page.goto(f"{lab_server}/tree?session=deleted-long-ago")
+    settled(page, "Active path")
+    page.get_by_text("which is not in").wait_for(timeout=30_000)
+    assert "session=support-order-4471" in page.url
+    page.screenshot(path=SHOTS / "deep_link_missing.png")
+
+
+def test_a_probe_typed_into_the_new_drafts_grid_survives_its_reruns(page, lab_server):
+    page.goto(f"{lab_server}/tree?{TRIP}&leaf=m005")
+    settled(page, "Active path")
+    page.get_by_role("button", name=re.compile("Add this branch as a case")).click()
+    page.get_by_text("Open the draft on the Experiments page").click()
+    settled(page, "Branch (by its leaf)")
+    grid = page.locator("[data-testid='stDataFrame']").first
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    assert box["height"] > 5 * 35  # room to type several probes
+    for column, text in ((0.5, "How many days in Lisbon?"), (0.78, "3-day Lisbon plan")):  # question, facts
+        page.mouse.click(box["x"] + box["width"] * column, box["y"] + 38 + 17)  # the first row: blank
+        page.wait_for_timeout(500)
+        page.keyboard.type(text, delay=20)
+        page.keyboard.press("Enter")  # each edit reruns the page
+        page.wait_for_timeout(2500)
+    page.screenshot(path=SHOTS / "experiment_probe_typed.png")
+    page.get_by_role("tab", name="YAML").click()
+    settled(page, "Download the spec")
+    spec = page.locator("[data-testid='stCode']").first.inner_text()
+    assert "How many days in Lisbon?" in spec and "3-day Lisbon plan" in spec
