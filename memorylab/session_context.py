@@ -12,7 +12,13 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .context.providers import FileProvider, SessionBlockProvider, SkillDirectoryProvider, SqliteSearchProvider
+from .context.providers import (
+    READONLY,
+    FileProvider,
+    SessionBlockProvider,
+    SkillDirectoryProvider,
+    SqliteSearchProvider,
+)
 from .history.budget import split_rendered_prompt
 from .history.session import Session
 from .samples import MEMORIES_PATH, SAMPLE_CONTEXT_LABELS, SAMPLE_DIR, sample_files, with_sample_context
@@ -78,13 +84,28 @@ def with_session_context(session: Session, *, lab_context=None) -> Session:
             session.with_context(block["label"])
     session.with_frozen_prompt_store()
     stored = session.context.frozen_prompt_store.get()
-    if stored is not None and _sections(stored) != _sections(session.render_system_prompt()):
+    if stored is not None and _frozen_for_another_context(session, stored):
         session.refresh_system_prompt()
     return session
 
 
+def _frozen_for_another_context(session, stored) -> bool:
+    """Whether ``stored``'s sections are not the ones the configured blocks render. Their labels tell,
+    reading only the readonly blocks (not the skills folder, the search index or the stored blocks on
+    every page run); a full render settles a mismatch, as a block's text may hold a section rule."""
+    sections = _sections(stored)
+    return sections != _rendered_labels(session) and sections != _sections(session.render_system_prompt())
+
+
 def _sections(prompt) -> list[str]:
     return [label for label, _ in split_rendered_prompt(prompt)]
+
+
+def _rendered_labels(session) -> list[str]:
+    """The section labels ``render_system_prompt`` gives the configured blocks, as the prompt spells
+    them: every block but an empty readonly one."""
+    return [config.label.lower() for config in session.context.configs
+            if config.kind != READONLY or (config.provider.get() or "").strip()]
 
 
 def block_sources(session: Session, *, lab_context: bool) -> dict[str, str]:

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from memorylab import Session, load_samples
+from memorylab import FileProvider, Session, load_samples
+from memorylab.context.render import RULE
 from memorylab.history.budget import prompt_and_tool_rows
 from memorylab.importers import import_source
 from memorylab.io import export_session, import_session
@@ -101,3 +102,63 @@ def test_a_recorded_sessions_stored_blocks_are_its_own_and_a_block_edit_keeps_th
     rows = request_sources(again, prompt_and_tool_rows(again), lab_context=False)
     assert [(row["item"], row["source"]) for row in rows] == [
         ("style", "this session: text stored with the session"), ("set_context", "made for the block style")]
+
+
+def _frozen_then_edited(store, rules, before, after, *, style="Style"):
+    """A recorded session with a stored block ``style`` and a readonly block ``rules`` (a file): its
+    prompt frozen with ``before`` in the stored block, which then reads ``after``; reopened with its
+    own context, it gives the prompt it would send."""
+    def opened():
+        session = Session.open(store, "notes", agent_id="notes-bot")
+        return with_session_context(session.with_context("rules", provider=FileProvider(rules)))
+
+    Session.create(store, "notes", agent_id="notes-bot").with_context(style).replace_context_block(style, before)
+    opened().freeze_system_prompt()
+    opened().replace_context_block(style, after)
+    return opened().freeze_system_prompt()
+
+
+def test_a_prompt_frozen_without_an_empty_readonly_block_stays_frozen(store, tmp_path):
+    prompt = _frozen_then_edited(store, tmp_path / "rules.md", "Answer in French.", "Answer in German.")
+    assert "Answer in French." in prompt and "RULES" not in prompt
+
+
+def test_a_readonly_block_emptied_since_the_prompt_froze_renders_it_again(store, tmp_path):
+    rules = tmp_path / "rules.md"
+    rules.write_text("Never guess.", encoding="utf-8")
+    Session.create(store, "notes", agent_id="notes-bot").with_context("Style").replace_context_block("Style", "French")
+    with_session_context(Session.open(store, "notes", agent_id="notes-bot")
+                         .with_context("rules", provider=FileProvider(rules))).freeze_system_prompt()
+    rules.write_text("", encoding="utf-8")
+    reopened = Session.open(store, "notes", agent_id="notes-bot").with_context("rules", provider=FileProvider(rules))
+    assert "Never guess." not in with_session_context(reopened).freeze_system_prompt()
+
+
+def test_a_block_whose_text_holds_a_section_rule_keeps_the_frozen_prompt(store, tmp_path):
+    prompt = _frozen_then_edited(store, tmp_path / "rules.md", f"French\n\n{RULE}\nNOTE one",
+                                 f"German\n\n{RULE}\nNOTE two", style="style")
+    assert "French" in prompt and "German" not in prompt
+
+
+class CountedIndex:
+    """A searchable block that counts the reads of its text."""
+
+    def __init__(self):
+        self.reads = 0
+
+    def get(self):
+        self.reads += 1
+        return "3 entries indexed."
+
+    def search(self, query):
+        return "No entries."
+
+
+def test_reopening_a_session_frozen_for_its_context_reads_no_block_but_the_readonly_ones(store):
+    Session.create(store, "notes", agent_id="notes-bot")
+    opened = Session.open(store, "notes", agent_id="notes-bot").with_context("Index", provider=CountedIndex())
+    frozen = with_session_context(opened).freeze_system_prompt()
+    index = CountedIndex()
+    reopened = Session.open(store, "notes", agent_id="notes-bot").with_context("Index", provider=index)
+    configured = index.reads
+    assert with_session_context(reopened).freeze_system_prompt() == frozen and index.reads == configured
