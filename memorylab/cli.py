@@ -317,9 +317,6 @@ def _eval(args):
         return 2
     if args.lab_url:
         lab_url(args.lab_url)  # a wrong URL is refused before the experiment runs
-    if not args.with_samples and not database_exists(args.db):
-        raise MemoryLabError(f"no database at {args.db!r}: the file does not exist, and nothing was created; "
-                             "--with-samples creates it with the sample conversations")
     with _opened_store(args) as store:
         return _run_eval(store, spec, args)
 
@@ -442,17 +439,25 @@ READ_ONLY_COMMANDS = ("export", "stats", "check", "audit")
 """Commands that only read the store: on a missing file they say so and create nothing."""
 
 
+def _creation_hint(args) -> str | None:
+    """How to create the missing database a command must not create itself; None where it may create it."""
+    if args.command in READ_ONLY_COMMANDS:
+        return f"create one with: memorylab --db {args.db} demo, or memorylab --db {args.db} import PATH"
+    if args.command == "eval" and not args.with_samples:
+        return "--with-samples creates it with the sample conversations"
+    return None
+
+
 @contextmanager
 def _opened_store(args):
-    """The command's store. A read-only command refuses a missing file; a dry run on one reads an
-    empty store in memory: neither leaves an empty database behind."""
-    target = args.db
-    if args.command in READ_ONLY_COMMANDS:
+    """The command's store. A command that only reads it (or an eval without samples to load) refuses
+    a missing file; a dry run on one reads an empty store in memory: neither leaves an empty database behind."""
+    target, hint = args.db, _creation_hint(args)
+    if hint is not None:
         try:
             require_database(target)
         except MemoryLabError as error:
-            raise MemoryLabError(f"{error} (create one with: memorylab --db {target} demo, or "
-                                 f"memorylab --db {target} import PATH)") from None
+            raise MemoryLabError(f"{error} ({hint})") from None
     elif args.command == "import" and args.dry_run and not database_exists(target):
         target = ":memory:"
     with Store(target) as store:
