@@ -23,7 +23,7 @@ from .io import write_export
 from .lab_links import AuditLink, lab_url
 from .otlp_receiver import SETTLE_SECONDS, TraceCollector, serving
 from .samples import load_samples
-from .store import Store, database_exists, default_database, is_postgres_url, require_database
+from .store import Store, database_exists, default_database, require_database
 from .store.sqlite import writes_over
 from .store_copy import copy_store
 
@@ -404,15 +404,10 @@ OUTPUT_OPTIONS = {"datasets": (("spec", "--spec"),),
 """By command, the options naming a file it writes (``args`` attribute, option): none may be the open store."""
 
 
-def _is_store_file(store, path) -> bool:
-    """Whether writing to ``path`` would write over the SQLite file of ``store`` (a server's store is no file)."""
-    return not is_postgres_url(store.path) and store.path not in (":memory:", "") and writes_over(store.path, path)
-
-
 def _refuse_writing_over(store, args):
     for name, option in OUTPUT_OPTIONS.get(args.command, ()):
         path = getattr(args, name)
-        if path and _is_store_file(store, path):
+        if path and writes_over(store.path, path):
             raise InvalidInputError(f"{option} {path} is the store {store.path} (or a file SQLite keeps beside it): "
                                     "writing there would destroy the store; nothing was done, name another file")
 
