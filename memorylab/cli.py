@@ -23,7 +23,7 @@ from .io import write_export
 from .lab_links import AuditLink, lab_url
 from .otlp_receiver import SETTLE_SECONDS, TraceCollector, serving
 from .samples import load_samples
-from .store import Store, database_exists, default_database, is_postgres_url, require_database
+from .store import Store, database_exists, default_database, require_database
 from .store.sqlite import writes_over
 from .store_copy import copy_store
 
@@ -317,9 +317,6 @@ def _eval(args):
         return 2
     if args.lab_url:
         lab_url(args.lab_url)  # a wrong URL is refused before the experiment runs
-    if not args.with_samples and not database_exists(args.db):
-        raise MemoryLabError(f"no database at {args.db!r}: the file does not exist, and nothing was created; "
-                             "--with-samples creates it with the sample conversations")
     with _opened_store(args) as store:
         return _run_eval(store, spec, args)
 
@@ -407,15 +404,10 @@ OUTPUT_OPTIONS = {"datasets": (("spec", "--spec"),),
 """By command, the options naming a file it writes (``args`` attribute, option): none may be the open store."""
 
 
-def _is_store_file(store, path) -> bool:
-    """Whether writing to ``path`` would write over the SQLite file of ``store`` (a server's store is no file)."""
-    return not is_postgres_url(store.path) and store.path not in (":memory:", "") and writes_over(store.path, path)
-
-
 def _refuse_writing_over(store, args):
     for name, option in OUTPUT_OPTIONS.get(args.command, ()):
         path = getattr(args, name)
-        if path and _is_store_file(store, path):
+        if path and writes_over(store.path, path):
             raise InvalidInputError(f"{option} {path} is the store {store.path} (or a file SQLite keeps beside it): "
                                     "writing there would destroy the store; nothing was done, name another file")
 
@@ -442,17 +434,25 @@ READ_ONLY_COMMANDS = ("export", "stats", "check", "audit")
 """Commands that only read the store: on a missing file they say so and create nothing."""
 
 
+def _creation_hint(args) -> str | None:
+    """How to create the missing database a command must not create itself; None where it may create it."""
+    if args.command in READ_ONLY_COMMANDS:
+        return f"create one with: memorylab --db {args.db} demo, or memorylab --db {args.db} import PATH"
+    if args.command == "eval" and not args.with_samples:
+        return "--with-samples creates it with the sample conversations"
+    return None
+
+
 @contextmanager
 def _opened_store(args):
-    """The command's store. A read-only command refuses a missing file; a dry run on one reads an
-    empty store in memory: neither leaves an empty database behind."""
-    target = args.db
-    if args.command in READ_ONLY_COMMANDS:
+    """The command's store. A command that only reads it (or an eval without samples to load) refuses
+    a missing file; a dry run on one reads an empty store in memory: neither leaves an empty database behind."""
+    target, hint = args.db, _creation_hint(args)
+    if hint is not None:
         try:
             require_database(target)
         except MemoryLabError as error:
-            raise MemoryLabError(f"{error} (create one with: memorylab --db {target} demo, or "
-                                 f"memorylab --db {target} import PATH)") from None
+            raise MemoryLabError(f"{error} ({hint})") from None
     elif args.command == "import" and args.dry_run and not database_exists(target):
         target = ":memory:"
     with Store(target) as store:

@@ -20,6 +20,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from memorylab import Session
+
 MODEL = "gpt-4o-mini"
 SESSION = "chat-42"
 SYSTEM = "You are a terse assistant."
@@ -191,6 +193,22 @@ def otlp_json_line(spans) -> str:
     """One line of OTLP JSON as the Collector's file exporter writes it: hex ids, integer enums."""
     request = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
     return json.dumps(_hex_ids(request)) + "\n"
+
+
+def written(path, *batches):
+    """``path`` holding one OTLP JSON line per batch of spans, as the Collector's file exporter writes them."""
+    path.write_text("".join(otlp_json_line(spans) for spans in batches), encoding="utf-8")
+    return path
+
+
+def tree(store, session_id=SESSION, agent_id="otel"):
+    """The session as its content and shape: (id, parent, role, parts) of each message, and its overlays
+    (the same conversation, however it was sent, must give the same tree)."""
+    session = Session.open(store, session_id, agent_id=agent_id)
+    messages = sorted((m["id"], m["parent_id"], m["role"], json.dumps(m["parts"], sort_keys=True))
+                      for m in session.storage.all())
+    overlays = sorted((o["from_id"], o["to_id"], o["summary"]) for o in session.get_compactions())
+    return messages, overlays
 
 
 def _hex_ids(value):

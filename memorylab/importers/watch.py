@@ -25,7 +25,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import ImportFormatError, InvalidInputError, MemoryLabError
-from ..store import is_postgres_url
 from ..store.sqlite import writes_over
 from . import detect_format, source_files
 from .formats import PROBE_BYTES, SourceFormat
@@ -272,11 +271,7 @@ class Watcher:
         found = []
         for path in self.paths:
             found.extend(source_files(path) if path.is_dir() else [path] if path.is_file() else [])
-        return [path for path in found if path in self.followers or not self._is_store(path)]
-
-    def _is_store(self, path) -> bool:
-        database = str(self.store.path)
-        return not is_postgres_url(database) and database not in ("", ":memory:") and writes_over(database, path)
+        return [path for path in found if path in self.followers or not writes_over(self.store.path, path)]
 
     def poll(self):
         for path in self.files():

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NotAStoreError, StoreBusyError, StoreError, StoreFullError, StoreReadOnlyError
-from .core import Store
+from .core import Store, is_postgres_url
 from .ddl import SQLiteDDL
 from .dialect import SNIPPET_MARKS, Dialect, SearchEngine, unstorable
 from .fts import FullText, fts_query
@@ -77,7 +77,10 @@ def _write_protected(path) -> bool:
 
 def writes_over(database, path) -> bool:
     """Whether ``path``, however spelt (relative, through a symlink, a hard link), is the SQLite file
-    ``database`` or one SQLite keeps beside it: writing there would destroy the database."""
+    ``database`` or one SQLite keeps beside it: writing there would destroy the database. A server's
+    database, or one in memory, has no file to write over."""
+    if is_postgres_url(database) or str(database) in (":memory:", ""):
+        return False
     own = Path(database).expanduser().resolve()
     target = Path(path).expanduser()
     for file in (own, *(own.with_name(own.name + suffix) for suffix in _COMPANIONS)):

@@ -26,7 +26,6 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
 from memorylab import Session, Store
 from memorylab.importers import import_source
 from memorylab.otlp_receiver import TraceCollector, serving
-from tests.contract.test_import_otel import tree, written
 from tests.helpers import ROOT, database_rows, free_port
 from tests.otel_agent import (
     SESSION,
@@ -36,6 +35,8 @@ from tests.otel_agent import (
     run_conversation,
     synthetic_calls,
     tracer_provider,
+    tree,
+    written,
 )
 
 

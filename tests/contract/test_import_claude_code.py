@@ -55,6 +55,17 @@ def lines_of(path):
     return path.read_text(encoding="utf-8").splitlines(keepends=True)
 
 
+def assert_broken_line_refused(store, tmp_path, source, number, line, problem):
+    """``source`` with ``line`` put in as its line ``number`` is refused naming the file, the line and
+    ``problem`` (a pattern), and nothing is written."""
+    lines = lines_of(source)
+    path = tmp_path / "broken.jsonl"
+    path.write_text("".join(lines[:number - 1] + [line] + lines[number - 1:]), encoding="utf-8")
+    with pytest.raises(ImportFormatError, match=f"broken\\.jsonl, {problem}.*nothing was imported"):
+        import_source(store, path)
+    assert store.sessions.count() == 0 and count_rows(store, "messages") == 0
+
+
 def test_a_response_written_over_several_entries_is_one_message_with_its_calls_answered(store):
     report = import_source(store, TOOL_USE)
     assert (report.format, report.messages_found, report.messages_added) == ("claude-code", 9, 9)
@@ -214,12 +225,7 @@ def test_a_transcript_cut_at_its_start_imports_what_it_holds(store, tmp_path):
      "line 9: expected message.content to be a string or a list"),
 ])
 def test_a_broken_line_is_refused_naming_the_file_and_line_and_nothing_is_written(store, tmp_path, line, problem):
-    lines = lines_of(TOOL_USE)
-    path = tmp_path / "broken.jsonl"
-    path.write_text("".join(lines[:8] + [line] + lines[8:]), encoding="utf-8")
-    with pytest.raises(ImportFormatError, match=f"broken\\.jsonl, {problem}.*nothing was imported"):
-        import_source(store, path)
-    assert store.sessions.count() == 0 and count_rows(store, "messages") == 0
+    assert_broken_line_refused(store, tmp_path, TOOL_USE, 9, line, problem)
 
 
 def test_a_transcript_is_told_apart_from_other_jsonl(tmp_path):

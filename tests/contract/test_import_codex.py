@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from memorylab import ImportFormatError, Session
+from memorylab import Session
 from memorylab.cli import main
 from memorylab.importers import FORMATS, SourceProbe, detect_format, import_folder, import_source
 from tests.contract.test_import_claude_code import DATA as CLAUDE_CODE
-from tests.contract.test_import_claude_code import assert_valid_request, lines_of
+from tests.contract.test_import_claude_code import assert_broken_line_refused, assert_valid_request, lines_of
 from tests.helpers import count_rows
 
 SESSIONS = Path(__file__).resolve().parent.parent / "data" / "codex" / "sessions"
@@ -247,12 +247,7 @@ def test_a_fork_is_a_session_of_its_own_naming_the_one_it_forked_from(store, tmp
      "line 13: timestamp 'yesterday' is not an ISO-8601 timestamp"),
 ])
 def test_a_broken_line_is_refused_naming_the_file_and_line_and_nothing_is_written(store, tmp_path, line, problem):
-    lines = lines_of(TOOL_CALLS)
-    path = tmp_path / "broken.jsonl"
-    path.write_text("".join(lines[:12] + [line] + lines[12:]), encoding="utf-8")
-    with pytest.raises(ImportFormatError, match=f"broken\\.jsonl, {problem}.*nothing was imported"):
-        import_source(store, path)
-    assert store.sessions.count() == 0 and count_rows(store, "messages") == 0
+    assert_broken_line_refused(store, tmp_path, TOOL_CALLS, 13, line, problem)
 
 
 def test_a_rollout_is_told_apart_from_other_jsonl_and_claimed_by_no_other_format(tmp_path):

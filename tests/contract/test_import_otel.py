@@ -25,6 +25,8 @@ from tests.otel_agent import (
     run_conversation,
     synthetic_calls,
     tracer_provider,
+    tree,
+    written,
 )
 
 
@@ -36,20 +38,6 @@ def openinference_spans():
 @pytest.fixture(scope="module")
 def gen_ai_spans():
     return run_conversation(gen_ai_agent, tracer_provider())
-
-
-def written(path, *batches):
-    path.write_text("".join(otlp_json_line(spans) for spans in batches), encoding="utf-8")
-    return path
-
-
-def tree(store, session_id=SESSION, agent_id="otel"):
-    """The session as its content and shape: (id, parent, role, parts) of each message, and its overlays."""
-    session = Session.open(store, session_id, agent_id=agent_id)
-    messages = sorted((m["id"], m["parent_id"], m["role"], json.dumps(m["parts"], sort_keys=True))
-                      for m in session.storage.all())
-    overlays = sorted((o["from_id"], o["to_id"], o["summary"]) for o in session.get_compactions())
-    return messages, overlays
 
 
 def texts(session):
