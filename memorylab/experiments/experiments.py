@@ -191,7 +191,9 @@ class Experiments:
         arms = {arm.name: position for position, arm in enumerate(spec.arms)}
         cases = {case.name: position for position, case in enumerate(spec.cases)}
         runs.sort(key=lambda run: (arms[run["arm"]], cases[run["case_name"]]))  # the order a read gives
-        return self._results(spec, pk, trial, runs)
+        labels = self.store.experiments.labels(pk)
+        read = self.store.experiments.runs(pk, trial=trial, with_context=True) if labels else None
+        return self._results(spec, pk, trial, runs, read, labels)
 
     def trials(self, name) -> list[dict]:
         """``[{"trial", "runs", "errors", "score", "started_at", "finished_at"}]``, oldest first."""
@@ -200,8 +202,10 @@ class Experiments:
     def results(self, name, trial=None) -> ExperimentResults:
         """A trial's results (default: the newest). NotFoundError when the experiment never ran."""
         definition = self._definition(name)
-        runs = self._runs(definition, trial)
-        return self._results(_spec(definition), definition["pk"], runs[0]["trial"], runs)
+        labels = self.store.experiments.labels(definition["pk"])
+        read = self._runs(definition, trial, with_context=bool(labels))  # the labels judge the runs' contexts
+        runs = [{key: value for key, value in run.items() if key != "context"} for run in read]
+        return self._results(_spec(definition), definition["pk"], read[0]["trial"], runs, read, labels)
 
     def _runs(self, definition, trial, *, with_context=False):
         """The runs of ``trial`` (None: the newest); NotFoundError when there are none."""
@@ -247,9 +251,8 @@ class Experiments:
         outputs (default: the newest trial), per probe kind (``Calibration``)."""
         definition = self._definition(experiment)
         runs = self._runs(definition, trial, with_context=True)
-        shown = trial_labels(probe_outputs(runs), self.store.experiments.labels(definition["pk"]))
-        return Calibration(labelled_verdicts(runs, shown, self.store.experiments.grades(definition["pk"],
-                                                                                         runs[0]["trial"])))
+        labels = self.store.experiments.labels(definition["pk"])
+        return self._labelled(definition["pk"], runs[0]["trial"], runs, labels)[1]
 
     def regrade(self, experiment, judge_model, *, trial=None, completion=None, cancel=None) -> Regrading:
         """Judge the answers a finished trial's grader got (default: the newest trial) again with
@@ -297,19 +300,17 @@ class Experiments:
             raise NotFoundError(f"no experiment named {name!r} in tenant {self.tenant_id!r}")
         return definition
 
-    def _results(self, spec, pk, trial, runs) -> ExperimentResults:
+    def _results(self, spec, pk, trial, runs, read, labels) -> ExperimentResults:
+        """``runs`` with the ``labels`` shown on them and its ``Calibration`` (None when the experiment has
+        no label); ``read``: the runs read with their context, needed (and read) only when it has some."""
         thresholds = {arm.name: spec.threshold(arm) for arm in spec.arms}
-        shown, calibration = self._trial_labels(pk, trial)
+        shown, calibration = self._labelled(pk, trial, read, labels) if labels else ({}, None)
         return ExperimentResults(spec.name, trial, runs, thresholds=thresholds,
                                  expected_runs=len(spec.arms) * len(spec.cases), labels=shown, calibration=calibration)
 
-    def _trial_labels(self, pk, trial):
-        """The labels shown on ``trial``'s probes and its ``Calibration`` (None when the experiment has
-        no label: its outputs, which need every run's context, are then not read)."""
-        labels = self.store.experiments.labels(pk)
-        if not labels:
-            return {}, None
-        runs = self.store.experiments.runs(pk, trial=trial, with_context=True)
+    def _labelled(self, pk, trial, runs, labels) -> tuple[dict, Calibration]:
+        """The ``labels`` shown on ``trial``'s probes (``runs``, read with their context) and its
+        scorers' ``Calibration`` against them."""
         shown = trial_labels(probe_outputs(runs), labels)
         return shown, Calibration(labelled_verdicts(runs, shown, self.store.experiments.grades(pk, trial)))
 
