@@ -22,6 +22,7 @@ from .regrading import Regrading, regrade_runs
 from .results import ExperimentResults, compare_trials
 from .runner import resolve_cases, run_trial
 from .spec import ExperimentSpec, load_spec, parse_spec
+from .strategies import MODEL_STRATEGIES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -122,7 +123,8 @@ class Experiments:
                    for case in cases if case.tenant != self.tenant_id and case.tenant not in self.case_tenants]
         _refuse(spec, foreign, InvalidInputError)
         allowed = allowed_api_hosts(self.allowed_hosts)
-        calls = [(f"arm {arm.name!r}", arm.settings["completion"]) for arm in spec.arms if arm.strategy == "summarize"]
+        calls = [(f"arm {arm.name!r}", arm.settings["completion"]) for arm in spec.arms
+                 if arm.strategy in MODEL_STRATEGIES]
         calls += [("grader", spec.grader.completion)] if spec.grader else []
         _refuse(spec, [f"{where}: {refusal}" for where, completion in calls
                        if (refusal := api_host_refusal(completion, allowed))], ApiHostNotAllowedError)
