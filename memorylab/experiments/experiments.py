@@ -234,15 +234,15 @@ class Experiments:
                                   or not 0 <= grade <= 1):
             raise InvalidInputError(f"grade must be a number from 0 to 1, got {grade!r}")
         definition = self._definition(experiment)
-        run = next((r for r in self._runs(definition, trial, with_context=True)
-                    if r["case_name"] == case and r["arm"] == arm), None)
+        run = next((r for r in self._runs(definition, trial) if r["case_name"] == case and r["arm"] == arm), None)
         if run is None or run["error"] is not None:
             raise NotFoundError(f"trial {trial} of {experiment!r} has no finished run of arm {arm!r} on case {case!r}")
         score = next((s for s in run["scores"] if s["probe"] == probe_id), None)
         if score is None:
             raise NotFoundError(f"case {case!r} of {experiment!r} has no probe {probe_id!r} in trial {trial}; its "
                                 f"probes: {', '.join(s['probe'] for s in run['scores'])}")
-        label = {"case_name": case, "arm": arm, "probe_id": probe_id, "output": output_digest(run["context"], score),
+        output = output_digest(self.store.experiments.run_context(run["pk"]), score)  # that run's context only
+        label = {"case_name": case, "arm": arm, "probe_id": probe_id, "output": output,
                  "trial": run["trial"], "correct": correct, "grade": None if grade is None else float(grade),
                  "labelled_by": by or _os_user(), "labelled_at": utc_now_iso()}
         self.store.experiments.save_label(definition["pk"], label)
