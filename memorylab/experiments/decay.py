@@ -38,10 +38,10 @@ def replay_with_compactions(arm, history, *, allowed_hosts=(), cancel=None) -> R
     """``history`` appended one message at a time, the arm applied to the context each time it is over
     the threshold; a compaction that shrinks nothing is not a round. Raises what ``apply_arm`` raises."""
     replay = Replay(output=ArmOutput(), compact_at=compaction_threshold(arm, history))
-    context, outputs = Messages(), []
+    context, outputs, tokens = Messages(), [], 0
     for message in history:
         context.append(message)
-        tokens = branch_tokens(context)
+        tokens += message.get("tokens") or 0  # branch_tokens(context), kept as it grows
         if tokens <= replay.compact_at:
             continue
         output = apply_arm(arm, context, allowed_hosts=allowed_hosts, cancel=cancel)
@@ -52,6 +52,7 @@ def replay_with_compactions(arm, history, *, allowed_hosts=(), cancel=None) -> R
         replay.compactions += 1
         outputs.append(output)
         context = Messages(output.context)
+        tokens = branch_tokens(context)
         if replay.compactions in arm.settings["rounds"]:
             replay.rounds[replay.compactions] = context
     replay.output = _over_every_compaction(outputs, context, history)

@@ -22,6 +22,7 @@ from .regrading import Regrading, regrade_runs
 from .results import ExperimentResults, compare_trials
 from .runner import resolve_cases, run_trial
 from .spec import ExperimentSpec, load_spec, parse_spec
+from .strategies import MODEL_STRATEGIES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -122,7 +123,8 @@ class Experiments:
                    for case in cases if case.tenant != self.tenant_id and case.tenant not in self.case_tenants]
         _refuse(spec, foreign, InvalidInputError)
         allowed = allowed_api_hosts(self.allowed_hosts)
-        calls = [(f"arm {arm.name!r}", arm.settings["completion"]) for arm in spec.arms if arm.strategy == "summarize"]
+        calls = [(f"arm {arm.name!r}", arm.settings["completion"]) for arm in spec.arms
+                 if arm.strategy in MODEL_STRATEGIES]
         calls += [("grader", spec.grader.completion)] if spec.grader else []
         _refuse(spec, [f"{where}: {refusal}" for where, completion in calls
                        if (refusal := api_host_refusal(completion, allowed))], ApiHostNotAllowedError)
@@ -191,7 +193,9 @@ class Experiments:
         arms = {arm.name: position for position, arm in enumerate(spec.arms)}
         cases = {case.name: position for position, case in enumerate(spec.cases)}
         runs.sort(key=lambda run: (arms[run["arm"]], cases[run["case_name"]]))  # the order a read gives
-        return self._results(spec, pk, trial, runs)
+        labels = self.store.experiments.labels(pk)
+        read = self.store.experiments.runs(pk, trial=trial, with_context=True) if labels else None
+        return self._results(spec, pk, trial, runs, read, labels)
 
     def trials(self, name) -> list[dict]:
         """``[{"trial", "runs", "errors", "score", "started_at", "finished_at"}]``, oldest first."""
@@ -200,8 +204,10 @@ class Experiments:
     def results(self, name, trial=None) -> ExperimentResults:
         """A trial's results (default: the newest). NotFoundError when the experiment never ran."""
         definition = self._definition(name)
-        runs = self._runs(definition, trial)
-        return self._results(_spec(definition), definition["pk"], runs[0]["trial"], runs)
+        labels = self.store.experiments.labels(definition["pk"])
+        read = self._runs(definition, trial, with_context=bool(labels))  # the labels judge the runs' contexts
+        runs = [{key: value for key, value in run.items() if key != "context"} for run in read]
+        return self._results(_spec(definition), definition["pk"], read[0]["trial"], runs, read, labels)
 
     def _runs(self, definition, trial, *, with_context=False):
         """The runs of ``trial`` (None: the newest); NotFoundError when there are none."""
@@ -228,15 +234,15 @@ class Experiments:
                                   or not 0 <= grade <= 1):
             raise InvalidInputError(f"grade must be a number from 0 to 1, got {grade!r}")
         definition = self._definition(experiment)
-        run = next((r for r in self._runs(definition, trial, with_context=True)
-                    if r["case_name"] == case and r["arm"] == arm), None)
+        run = next((r for r in self._runs(definition, trial) if r["case_name"] == case and r["arm"] == arm), None)
         if run is None or run["error"] is not None:
             raise NotFoundError(f"trial {trial} of {experiment!r} has no finished run of arm {arm!r} on case {case!r}")
         score = next((s for s in run["scores"] if s["probe"] == probe_id), None)
         if score is None:
             raise NotFoundError(f"case {case!r} of {experiment!r} has no probe {probe_id!r} in trial {trial}; its "
                                 f"probes: {', '.join(s['probe'] for s in run['scores'])}")
-        label = {"case_name": case, "arm": arm, "probe_id": probe_id, "output": output_digest(run["context"], score),
+        output = output_digest(self.store.experiments.run_context(run["pk"]), score)  # that run's context only
+        label = {"case_name": case, "arm": arm, "probe_id": probe_id, "output": output,
                  "trial": run["trial"], "correct": correct, "grade": None if grade is None else float(grade),
                  "labelled_by": by or _os_user(), "labelled_at": utc_now_iso()}
         self.store.experiments.save_label(definition["pk"], label)
@@ -247,9 +253,8 @@ class Experiments:
         outputs (default: the newest trial), per probe kind (``Calibration``)."""
         definition = self._definition(experiment)
         runs = self._runs(definition, trial, with_context=True)
-        shown = trial_labels(probe_outputs(runs), self.store.experiments.labels(definition["pk"]))
-        return Calibration(labelled_verdicts(runs, shown, self.store.experiments.grades(definition["pk"],
-                                                                                         runs[0]["trial"])))
+        labels = self.store.experiments.labels(definition["pk"])
+        return self._labelled(definition["pk"], runs[0]["trial"], runs, labels)[1]
 
     def regrade(self, experiment, judge_model, *, trial=None, completion=None, cancel=None) -> Regrading:
         """Judge the answers a finished trial's grader got (default: the newest trial) again with
@@ -297,19 +302,17 @@ class Experiments:
             raise NotFoundError(f"no experiment named {name!r} in tenant {self.tenant_id!r}")
         return definition
 
-    def _results(self, spec, pk, trial, runs) -> ExperimentResults:
+    def _results(self, spec, pk, trial, runs, read, labels) -> ExperimentResults:
+        """``runs`` with the ``labels`` shown on them and its ``Calibration`` (None when the experiment has
+        no label); ``read``: the runs read with their context, needed (and read) only when it has some."""
         thresholds = {arm.name: spec.threshold(arm) for arm in spec.arms}
-        shown, calibration = self._trial_labels(pk, trial)
+        shown, calibration = self._labelled(pk, trial, read, labels) if labels else ({}, None)
         return ExperimentResults(spec.name, trial, runs, thresholds=thresholds,
                                  expected_runs=len(spec.arms) * len(spec.cases), labels=shown, calibration=calibration)
 
-    def _trial_labels(self, pk, trial):
-        """The labels shown on ``trial``'s probes and its ``Calibration`` (None when the experiment has
-        no label: its outputs, which need every run's context, are then not read)."""
-        labels = self.store.experiments.labels(pk)
-        if not labels:
-            return {}, None
-        runs = self.store.experiments.runs(pk, trial=trial, with_context=True)
+    def _labelled(self, pk, trial, runs, labels) -> tuple[dict, Calibration]:
+        """The ``labels`` shown on ``trial``'s probes (``runs``, read with their context) and its
+        scorers' ``Calibration`` against them."""
         shown = trial_labels(probe_outputs(runs), labels)
         return shown, Calibration(labelled_verdicts(runs, shown, self.store.experiments.grades(pk, trial)))
 

@@ -23,15 +23,30 @@ def passes(score) -> bool | None:
 def output_digest(context, score) -> str:
     """What a label on ``score`` (one probe's verdict on a run) judges: the run's stored context, and
     the answer a grader's model gave, when the probe was graded."""
-    judged = {"context": context, "answer": score.get("answer")}
-    text = json.dumps(judged, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
+    return _digest(_canonical_json(context), score)
 
 
 def probe_outputs(runs) -> dict[tuple, str]:
-    """``(case, arm, probe)`` to its output's digest, for ``runs`` read with their context."""
-    return {(run["case_name"], run["arm"], score["probe"]): output_digest(run["context"], score)
-            for run in runs if run["error"] is None for score in run["scores"]}
+    """``(case, arm, probe)`` to its output's digest, for ``runs`` read with their context (each
+    context written out once, however many probes its run has)."""
+    outputs = {}
+    for run in runs:
+        if run["error"] is None:
+            context = _canonical_json(run["context"])
+            for score in run["scores"]:
+                outputs[(run["case_name"], run["arm"], score["probe"])] = _digest(context, score)
+    return outputs
+
+
+def _canonical_json(value) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _digest(context_json, score) -> str:
+    """The digest of ``{"answer", "context"}`` as ``_canonical_json`` writes it (keys sorted), the
+    context already written."""
+    text = f'{{"answer":{_canonical_json(score.get("answer"))},"context":{context_json}}}'
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
 
 
 def trial_labels(outputs, labels) -> dict[tuple, dict]:

@@ -28,8 +28,6 @@ WINDOW_HANDLERS = {SIMPLE_CUT: simple_cut}
 """The resize handlers a ``window`` arm can name: ``handler(full_context, context_window, memo,
 settings) -> (full_context, context_window, memo)``, as ``ContextWindow.register_resize_handler`` takes."""
 EXPERIMENT_OVERLAY_ID = "experiment"
-MODEL_STRATEGIES = frozenset({"summarize", "mask+summarize"})
-"""The strategies that call (or may call) a model: seconds to minutes a run, where the others take milliseconds."""
 
 
 def register_window_handler(name, handler) -> None:
@@ -273,3 +271,6 @@ def _recorded(arm, history):
 _STRATEGIES = {"none": _full, "truncate": _truncate, "window": _window, "extractive": _extractive,
                "recorded": _recorded, "mask": _mask}
 _MODEL_ARMS = {"summarize": _summarize, "mask+summarize": _mask_then_summarize}
+MODEL_STRATEGIES = frozenset(_MODEL_ARMS)
+"""The strategies that call (or may call) a model: seconds to minutes a run, where the others take
+milliseconds; their ``completion`` is held to the allowed hosts before anything runs."""

@@ -101,6 +101,13 @@ def test_a_spec_api_base_is_refused_before_anything_runs_unless_its_host_is_allo
     assert Experiments(one_session).run(spec).runs[0]["error"] is None
 
 
+def test_every_arm_that_calls_a_model_is_refused_before_anything_runs(one_session, provider):
+    arm = summarize_arm({"api_base": f"http://{provider.host}/v1"}, strategy="mask+summarize", token_budget=1)
+    with pytest.raises(ApiHostNotAllowedError, match="arm 'remote'"):
+        Experiments(one_session).run(spec_with(arm))
+    assert provider.received == [] and Experiments(one_session).listing() == []
+
+
 def test_the_grader_completion_is_held_to_the_same_hosts(one_session, provider):
     spec = spec_with({"name": "all", "strategy": "none"},
                      grader={"answer_model": "openai/gpt-4o-mini", "judge_model": "openai/gpt-4o-mini",

@@ -2,20 +2,11 @@
 before it is accepted, and an undone summary stays retrievable until it is restored."""
 import pytest
 
-from memorylab import NotFoundError, Session
+from memorylab import NotFoundError
 from memorylab.audit import audit_proposal, summary_warnings
 from memorylab.history.removed_summaries import KEPT_REMOVED
-from tests.helpers import text_message
+from tests.contract.test_audit import planted_session
 
-SPAN = [
-    ("user", "The deploy of ledgerline fails since this morning. The config is in deploy/prod/settings.toml."),
-    ("assistant", "I ran `$ make deploy ENV=prod` and it stopped at the health check; the runbook is "
-                  "https://wiki.example.com/runbooks/ledgerline-deploy for reference."),
-    ("user", "Ticket PAY-2291 tracks it. The budget for the fix is 1,500 EUR and the release is due 2026-11-15."),
-    ("assistant", "We'll use the blue-green rollout for the retry, so production never goes down."),
-    ("user", "Thanks, go ahead."),
-    ("assistant", "Starting the rollout now."),
-]
 FAITHFUL = ("Deploy of ledgerline fails at the health check after `$ make deploy ENV=prod`; config in "
             "deploy/prod/settings.toml, runbook https://wiki.example.com/runbooks/ledgerline-deploy. Ticket "
             "PAY-2291, budget 1,500 EUR, release due 2026-11-15. Decision: blue-green rollout for the retry, so "
@@ -24,10 +15,7 @@ FAITHFUL = ("Deploy of ledgerline fails at the health check after `$ make deploy
 
 @pytest.fixture
 def session(store):
-    session = Session.create(store, "deploy")
-    for i, (role, text) in enumerate(SPAN):
-        session.append_message(text_message(f"m{i}", text, role))
-    return session
+    return planted_session(store, "deploy")
 
 
 def test_a_summary_that_says_nothing_is_flagged_as_too_short_and_keeping_nothing(session):
