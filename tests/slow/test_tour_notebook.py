@@ -37,6 +37,6 @@ def test_the_tour_runs_top_to_bottom_offline():
     assert "memorylab-diagnostics" in html_of(notebook, "recall")
     assert TableCells(html_of(notebook, "experiment-spec")).rows[0] == ["arm", "strategy", "settings"]
     leaderboard = TableCells(html_of(notebook, "experiment-results")).rows
-    assert leaderboard[1][:3] == ["full-history", "none", "1.00"] and len(leaderboard) == 5
+    assert leaderboard[1][:3] == ["full-history", "none", "1.00"] and len(leaderboard) == 6  # a header, 5 arms
     pareto = tagged_outputs(notebook, "experiment-pareto")
     assert any("application/vnd.plotly.v1+json" in o.get("data", {}) for o in pareto)
