@@ -55,7 +55,9 @@ class ContextBlocks:
 
     # -- configuration -------------------------------------------------------------------------
 
-    def configure(self, label, *, description=None, max_tokens=None, provider=None, replace=True) -> dict:
+    def configure(self, label, *, description=None, max_tokens=None, provider=None, replace=True) -> None:
+        """Register a block; nothing is read until the block is (a session opened per page run configures
+        every block, and reading them all there would be wasted)."""
         check_label(label)
         if not replace and label in self._configs:
             raise ConflictError(f"a block labelled {label!r} exists already; remove it first")
@@ -63,7 +65,6 @@ class ContextBlocks:
         if provider is None:
             provider = SessionBlockProvider(self.session.storage.blocks, label)
         self._configs[label] = BlockConfig(label, description, max_tokens, provider, provider_kind(provider))
-        return self.block(label)
 
     def remove(self, label) -> None:
         if self._configs.pop(label, None) is None:

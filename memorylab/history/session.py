@@ -181,8 +181,9 @@ class Session:
 
     def add_context(self, label, *, description=None, max_tokens=None, provider=None) -> dict:
         """Add a block at run time (an existing label is a ConflictError). Returns the block."""
-        return self.context.configure(label, description=description, max_tokens=max_tokens,
-                                      provider=provider, replace=False)
+        self.context.configure(label, description=description, max_tokens=max_tokens, provider=provider,
+                               replace=False)
+        return self.context.block(label)
 
     def remove_context(self, label) -> None:
         """Stop injecting a block; stored content stays and returns if the label is added again."""
