@@ -21,6 +21,7 @@ from lab_ui.experiment_drafts import (
     checked,
     current_draft,
     guarded_version,
+    next_step,
     page_tenant,
     run_draft,
     save_draft,
@@ -77,7 +78,10 @@ def job_outcome():
 
 
 def action_bar(experiments, draft, spec, error, listing, job):
-    if error:
+    hint = None if draft["problems"] else next_step(draft["spec"])
+    if hint:
+        st.info(hint, icon="👉")
+    elif error:
         st.error(error)
     save, run, note = st.columns([1, 1, 5], vertical_alignment="center")
     busy = job is not None
