@@ -25,8 +25,10 @@ is required: a cell left blank is named by the spec's check, never a reason to d
 
 
 def probes_table(probes) -> pd.DataFrame:
-    rows = [{"id": p["id"], "kind": p.get("kind", "recall"), "question": p.get("question"),
-             "facts": FACT_SEPARATOR.join(str(f) for f in p.get("facts") or ()), "answer": p.get("answer")}
+    """The probes as the grids edit them: a cell with nothing in it is "", which a grid shows blank
+    (None it shows as "None") and ``probes_from_table`` reads back as nothing."""
+    rows = [{"id": p["id"], "kind": p.get("kind", "recall"), "question": p.get("question") or "",
+             "facts": FACT_SEPARATOR.join(str(f) for f in p.get("facts") or ()), "answer": p.get("answer") or ""}
             for p in probes]
     return pd.DataFrame(rows, columns=PROBE_COLUMNS)
 
@@ -93,7 +95,7 @@ def edit_cases(store, draft):
 
 def _probe_grid(probes) -> pd.DataFrame:
     """The probes and blank rows after them, as the grid edits them."""
-    blank = pd.DataFrame([dict.fromkeys(PROBE_COLUMNS)] * BLANK_ROWS, columns=PROBE_COLUMNS)
+    blank = pd.DataFrame([dict.fromkeys(PROBE_COLUMNS, "")] * BLANK_ROWS, columns=PROBE_COLUMNS)
     return pd.concat([probes_table(probes), blank], ignore_index=True).astype(object)
 
 
