@@ -11,7 +11,7 @@ from memorylab import Session, Store
 from memorylab.experiments import Experiments, register_window_handler
 from memorylab.experiments.strategies import WINDOW_HANDLERS
 from memorylab.history.window import simple_cut
-from tests.helpers import ROOT, text_message
+from tests.helpers import ROOT, run_app_page, text_message
 
 SAMPLE_SPEC = ROOT / "sample_data" / "experiments" / "sample.yaml"
 SUPPORT = ("default", "support-bot", "support-order-4471")
@@ -34,10 +34,7 @@ def ran_once(sample_lab_db):
 
 
 def run_page(name="experiments.py", **state):
-    app = AppTest.from_file(str(ROOT / "app_pages" / name), default_timeout=60)
-    for key, value in state.items():
-        app.session_state[key] = value
-    return rerun(app)
+    return run_app_page(f"app_pages/{name}", **state)
 
 
 def rerun(app):
