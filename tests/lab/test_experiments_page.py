@@ -142,6 +142,16 @@ def test_edits_survive_switching_tabs_and_show_in_the_yaml(ran_once):
     assert app.data_editor[0].key != editor.key and app.data_editor[0].value["max_length"][window] == 2000
 
 
+def test_the_probe_grids_blank_rows_show_nothing_but_the_default_kind_and_are_no_probes(sample_lab_db):
+    app = run_page()
+    app.selectbox(key="exp_choice").select("New from the sample spec")
+    open_tab(rerun(app), "Cases and probes")
+    grid = next(editor for editor in app.data_editor if editor.key.startswith("exp_probes:"))
+    blank = grid.value.tail(4)
+    assert set(blank["kind"]) == {"recall"} and set(blank.drop(columns="kind").to_numpy().ravel()) == {""}
+    assert len(app.session_state["exp_draft"]["spec"]["cases"][0]["probes"]) == len(grid.value) - 4
+
+
 def test_a_case_drills_down_to_outputs_a_diff_and_missed_probes(ran_once):
     app = run_page()
     assert app.selectbox(key="exp_case:sample:1").value == "support"
