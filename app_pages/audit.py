@@ -9,7 +9,7 @@ import streamlit as st
 
 from lab_ui.audit_panel import dropped_panel, open_on_tree
 from lab_ui.damaged_rows import named_again, recording_damaged_rows
-from lab_ui.deep_links import linked_audit
+from lab_ui.deep_links import linked_audit, stop_showing_view
 from lab_ui.navigation import link_to
 from lab_ui.sidebar import setup_page
 from lab_ui.store import database_target
@@ -113,9 +113,9 @@ try:
     audits, table, by_kind, figure = store_audits(store)
 except MemoryLabError as failure:
     st.error(f"The audit stopped: {failure}")
-    st.stop()
+    stop_showing_view()
 if not audits:
     render_empty(store)
-    st.stop()
+    stop_showing_view()
 render_overview(audits, by_kind, figure)
 render_selected(store, linked_audit(audits, render_worst(audits, table)) or audits[0])

@@ -9,6 +9,7 @@
 import streamlit as st
 
 from lab_ui.chat_messages import branch_switcher, render_parts, sibling_ids
+from lab_ui.deep_links import stop_showing_view
 from lab_ui.experiment_from_here import add_branch_button, add_probe_popover
 from lab_ui.live import live_updates
 from lab_ui.models import completion_settings
@@ -44,7 +45,7 @@ def chat_runner(model):
         return ChatRunner(session, model=model, long_term=long_term, **completion_settings()), long_term
     except MemoryLabError as error:
         st.error(f"Cannot chat with these settings: {error}")
-        st.stop()
+        stop_showing_view()
 
 
 def long_term_memory(model):

@@ -10,7 +10,7 @@
 import streamlit as st
 import yaml
 
-from lab_ui.deep_links import follow_experiment_link
+from lab_ui.deep_links import follow_experiment_link, stop_showing_view
 from lab_ui.escaping import escape_markdown
 from lab_ui.experiment_arms import edit_arms
 from lab_ui.experiment_cases import edit_cases
@@ -21,6 +21,7 @@ from lab_ui.experiment_drafts import (
     checked,
     current_draft,
     guarded_version,
+    next_step,
     page_tenant,
     run_draft,
     save_draft,
@@ -77,7 +78,10 @@ def job_outcome():
 
 
 def action_bar(experiments, draft, spec, error, listing, job):
-    if error:
+    hint = None if draft["problems"] else next_step(draft["spec"])
+    if hint:
+        st.info(hint, icon="👉")
+    elif error:
         st.error(error)
     save, run, note = st.columns([1, 1, 5], vertical_alignment="center")
     busy = job is not None
@@ -151,7 +155,7 @@ try:
     listing = {row["name"]: row for row in experiments.listing()}
 except MemoryLabError as failure:
     st.error(str(failure))
-    st.stop()
+    stop_showing_view()
 follow_experiment_link(listing, TABS)
 choice = pick_experiment(listing)
 if choice in listing:
@@ -162,7 +166,7 @@ if choice in listing:
 running = job_outcome()
 draft = current_draft(experiments, choice, listing)
 if draft is None:
-    st.stop()
+    stop_showing_view()
 
 bar = st.container()
 # Only the open tab is drawn: a large experiment's editors cost as much as its results.

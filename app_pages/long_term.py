@@ -10,6 +10,7 @@ import json
 
 import streamlit as st
 
+from lab_ui.deep_links import stop_showing_view
 from lab_ui.escaping import escape_markdown
 from lab_ui.guarded_edits import changed_since_loaded, guarded_save, loaded_version
 from lab_ui.models import completion_settings
@@ -168,7 +169,7 @@ try:
     viewer = LongTermMemory(store, workspace=workspace)
 except MemoryLabError as error:
     st.error(str(error))
-    st.stop()
+    stop_showing_view()
 records_tab, retrieval_tab, add_tab = st.tabs(["Records", "Retrieval run", "Add a record"])
 with records_tab:
     render_records()

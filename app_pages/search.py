@@ -4,6 +4,7 @@
 # State: ``search_query``, ``search_scope``, ``search_roles`` and ``search_limit`` (the form's widgets).
 import streamlit as st
 
+from lab_ui.deep_links import stop_showing_view
 from lab_ui.escaping import escape_markdown
 from lab_ui.navigation import open_message
 from lab_ui.selection import session_row
@@ -56,7 +57,7 @@ tenant = session.tenant_id if session else "default"
 query, scope, roles, limit = search_form(tenant)
 if not query.strip():
     st.info("Type words to search the conversations.")
-    st.stop()
+    stop_showing_view()
 hits = store.search(query, tenant_id=ALL_TENANTS if scope == "All tenants" else tenant,
                     limit=int(limit), roles=roles or None,
                     session_pk=session.pk if scope == "Selected session" and session else None)

@@ -3,14 +3,16 @@ and its trial live in the query parameters (names in ``memorylab.lab_links``), s
 tab, back and forward, and a pasted link open the same view.
 
 ``app.py`` writes the view into the URL at the end of every run (``run_showing_view``) and keeps
-what it wrote in ``st.session_state["url_view"]``. A run whose URL names something else (a pasted
-link, a reload, back or forward) follows the URL: the sidebar's selection in ``follow_selection_link``,
-the experiment in ``follow_experiment_link``. What a link names that is not in the database is said,
-and the view selected before stays. ``exp_link_tab`` is the tab a link asked for, which the draft it
-opens keeps (``experiment_drafts.opened_draft``), for one run.
+what it wrote in ``st.session_state["url_view"]``. A page that ends early calls ``stop_showing_view``
+instead of ``st.stop()``: a stopped run can write nothing more, not even the URL.
+
+A run whose URL names something else (a pasted link, a reload, back or forward) follows the URL:
+the sidebar's selection in ``follow_selection_link``, the experiment in ``follow_experiment_link``.
+What a link names that is not in the database is said, and the view selected before stays.
+``exp_link_tab`` is the tab a link asked for, which the draft it opens keeps
+(``experiment_drafts.opened_draft``), for one run.
 """
 import streamlit as st
-from streamlit.runtime.scriptrunner import StopException
 
 from memorylab import DamagedRowError, Session
 from memorylab.lab_links import EXPERIMENT_PARAMS, SELECTION_PARAMS, session_view
@@ -19,6 +21,8 @@ from .experiment_drafts import FROM_SAMPLE, NEW, UPLOAD
 from .selection import ref_of, select_leaf, select_session, session_row
 
 WRITTEN = "url_view"
+PAGE = "url_page"
+"""The url path of the page ``app.py`` runs now; absent when a page script runs on its own."""
 OWNED = SELECTION_PARAMS + EXPERIMENT_PARAMS
 """The parameters the lab writes; any other one in the URL stays as it is."""
 
@@ -146,11 +150,15 @@ def show_view_in_url(page):
 
 
 def run_showing_view(page):
-    """Run ``page`` (from ``st.navigation``), then write its view into the URL, also when it stopped.
-    Not when it asked for a rerun: that starts from the URL as it was when asked, and writes the view."""
-    try:
-        page.run()
-    except StopException:
-        show_view_in_url(page.url_path)
-        raise
+    """Run ``page`` (from ``st.navigation``), then write its view into the URL. Not when it asked for
+    a rerun: that starts from the URL as it was when asked, and writes the view."""
+    st.session_state[PAGE] = page.url_path
+    page.run()
     show_view_in_url(page.url_path)
+
+
+def stop_showing_view():
+    """``st.stop()``, after writing the view into the URL (when ``app.py`` runs the page)."""
+    if PAGE in st.session_state:
+        show_view_in_url(st.session_state[PAGE])
+    st.stop()

@@ -15,6 +15,7 @@ from .experiment_drafts import is_automatic, plain, section_key
 from .models import completion_settings
 
 PROBE_COLUMNS = ("id", "kind", "question", "facts", "answer")
+DEFAULT_KIND = "recall"
 FACT_SEPARATOR = "; "
 COMPACTING = ("summarize", "extractive")
 GRID_HEADER, GRID_ROW, BLANK_ROWS, MAX_GRID_HEIGHT = 38, 35, 4, 560
@@ -25,16 +26,19 @@ is required: a cell left blank is named by the spec's check, never a reason to d
 
 
 def probes_table(probes) -> pd.DataFrame:
-    rows = [{"id": p["id"], "kind": p.get("kind", "recall"), "question": p.get("question"),
-             "facts": FACT_SEPARATOR.join(str(f) for f in p.get("facts") or ()), "answer": p.get("answer")}
+    """The probes as the grids edit them: a cell with nothing in it is "", which a grid shows blank
+    (None it shows as "None") and ``probes_from_table`` reads back as nothing."""
+    rows = [{"id": p["id"], "kind": p.get("kind", DEFAULT_KIND), "question": p.get("question") or "",
+             "facts": FACT_SEPARATOR.join(str(f) for f in p.get("facts") or ()), "answer": p.get("answer") or ""}
             for p in probes]
     return pd.DataFrame(rows, columns=PROBE_COLUMNS)
 
 
 def probes_from_table(frame) -> list[dict]:
-    """The editor's rows as probes; an all-blank row is skipped and a blank id gets the next free one."""
+    """The editor's rows as probes; a row with nothing but its kind is skipped (the grid's blank rows
+    hold the default kind) and a blank id gets the next free one."""
     rows = [{key: plain(value) for key, value in row.items()} for row in frame.to_dict("records")]
-    rows = [row for row in rows if any(value is not None for value in row.values())]
+    rows = [row for row in rows if any(value is not None for key, value in row.items() if key != "kind")]
     taken = {row["id"] for row in rows}
     free = (f"probe-{n}" for n in range(1, 100_000) if f"probe-{n}" not in taken)
     probes = []
@@ -93,7 +97,8 @@ def edit_cases(store, draft):
 
 def _probe_grid(probes) -> pd.DataFrame:
     """The probes and blank rows after them, as the grid edits them."""
-    blank = pd.DataFrame([dict.fromkeys(PROBE_COLUMNS)] * BLANK_ROWS, columns=PROBE_COLUMNS)
+    blank_row = dict.fromkeys(PROBE_COLUMNS, "") | {"kind": DEFAULT_KIND}  # a grid shows a blank choice as "None"
+    blank = pd.DataFrame([blank_row] * BLANK_ROWS, columns=PROBE_COLUMNS)
     return pd.concat([probes_table(probes), blank], ignore_index=True).astype(object)
 
 
@@ -111,7 +116,7 @@ def _case_editor(store, case, arms, key):
         height=_grid_height(len(case["probes"]) + BLANK_ROWS),
         column_config={
             "id": st.column_config.TextColumn(help="Unique in the case (blank: probe-N)"),
-            "kind": st.column_config.SelectboxColumn(options=list(PROBE_KINDS), default="recall"),
+            "kind": st.column_config.SelectboxColumn(options=list(PROBE_KINDS), default=DEFAULT_KIND),
             "question": st.column_config.TextColumn(width="large"),
             "facts": st.column_config.TextColumn(width="medium",
                                                  help=f"Short exact phrases, separated by “{FACT_SEPARATOR}”"),

@@ -168,6 +168,22 @@ def checked(experiments, spec_dict, problems):
     return spec, None
 
 
+def next_step(spec_dict) -> str | None:
+    """What a draft still lacks before it can run (arms, cases, a case's probes), said as what to add
+    where; None when it has them all (what else is wrong is then the spec check's to say)."""
+    steps = []
+    if not spec_dict.get("arms"):
+        steps.append("add an arm on the **Arms** tab (a row in its table)")
+    if not spec_dict.get("cases"):
+        steps.append("add a case on **Cases and probes**, or with **Add this branch as a case** on the Chat and "
+                     "Tree pages")
+    bare = [case.get("name", "?") for case in spec_dict.get("cases") or () if case.get("probes") == []]
+    if bare:
+        steps.append(f"write a probe for {', '.join(f'“{escape_markdown(name)}”' for name in bare)} on **Cases and "
+                     "probes** (a question and the facts its answer holds), or propose some with a model")
+    return f"Next: {'; '.join(steps)}. Then **Run** it (or **Save** it)." if steps else None
+
+
 def saved(spec, *, message=None, tab=None):
     """After a save or a run: the box shows the experiment, the editors start from what was saved."""
     set_draft(READ_BACK, spec.to_dict())  # the next run loads what is stored now, and its version

@@ -23,7 +23,8 @@ def _live_progress(job):
         st.rerun()
     st.progress(job.done / max(job.total, 1), text=_bar_text(job))
     st.dataframe(_arm_rows(job), hide_index=True, width="stretch",
-                 column_config={"seconds": st.column_config.NumberColumn("s per run", format="%.2f")})
+                 column_config={"seconds": st.column_config.TextColumn(
+                     "s per run", help="Each run's seconds on average, once the arm's first run finished")})
     st.button("Cancelling…" if job.cancelled else "Cancel", key="exp_cancel", disabled=job.cancelled,
               on_click=job.cancel,  # before the redraw, so it already says "Cancelling"
               help="Runs not yet started are skipped and a model arm stops at its next model call; the runs "
@@ -40,7 +41,7 @@ def _bar_text(job):
 def _arm_rows(job):
     return [{"arm": arm["arm"], "strategy": arm["strategy"], "state": arm["state"],
              "runs": f"{arm['done']} of {arm['total']}" + (f" ({arm['errors']} failed)" if arm["errors"] else ""),
-             "seconds": arm["seconds"]} for arm in job.status.arms()]
+             "seconds": "" if arm["seconds"] is None else f"{arm['seconds']:.2f}"} for arm in job.status.arms()]
 
 
 NAMED_ARMS = 5

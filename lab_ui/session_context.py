@@ -9,20 +9,20 @@ import streamlit as st
 from memorylab.samples import LONGTERM_WORKSPACE
 from memorylab.session_context import session_origin
 
-from .selection import session_row
+from .selection import ref_of
 
 
 def _key(ref):
     return "lab_context_" + "/".join(ref)
 
 
-def lab_context_switch(store, ref) -> bool | None:
-    """The switch for session ``ref``, drawn in the sidebar; returns whether the lab's sample context
-    is attached (None, drawing nothing, when there is no session or it is gone)."""
-    row = session_row(store, ref) if ref is not None else None
+def lab_context_switch(row) -> bool | None:
+    """The switch for the session of listing row ``row`` (the sidebar's pick, so no read of its own),
+    drawn in the sidebar; returns whether the lab's sample context is attached (None, drawing
+    nothing, when there is no session)."""
     if row is None:
         return None
-    origin = session_origin(row)
+    ref, origin = ref_of(row), session_origin(row)
     st.session_state.setdefault(_key(ref), origin.is_sample)
     attached = st.sidebar.toggle(
         "Attach the lab's sample context", key=_key(ref),
@@ -37,5 +37,7 @@ def lab_context_switch(store, ref) -> bool | None:
 
 def lab_context_attached(session) -> bool:
     """Whether the session shown runs with the lab's sample context (its switch, else its default)."""
-    ref = (session.tenant_id, session.agent_id, session.session_id)
-    return st.session_state.get(_key(ref), session_origin(session.info).is_sample)
+    key = _key((session.tenant_id, session.agent_id, session.session_id))
+    if key in st.session_state:  # set by the sidebar's switch on every page run: no read of the session
+        return st.session_state[key]
+    return session_origin(session.info).is_sample

@@ -58,8 +58,9 @@ def _database_picker(store):
 
 
 def _session_picker(store):
-    """The sidebar's session choice. A store with more sessions than ``PICKER_SIZE`` gets a search box:
-    the list shows the newest matches (filtered and paged in SQL), plus the session already chosen."""
+    """The sidebar's session choice, as its listing row (None when the store has none). A store with
+    more sessions than ``PICKER_SIZE`` gets a search box: the list shows the newest matches (filtered
+    and paged in SQL), plus the session already chosen."""
     total = store.sessions.count()
     if not total:
         st.sidebar.info("No sessions yet.")
@@ -88,16 +89,16 @@ def _session_picker(store):
         return (f"{title} · {row['message_count']} msgs · {row['branch_count']} branches · {row['tokens']:,} tok"
                 f" [{row['session_id']}]")
 
-    # Options are plain strings (AppTest and the browser both handle them); each maps back to a ref.
-    labels = {describe(row): ref_of(row) for row in rows}
+    # Options are plain strings (AppTest and the browser both handle them); each maps back to its row.
+    labels = {describe(row): row for row in rows}
     names = list(labels)
-    choice = st.sidebar.selectbox("Session", names, index=list(labels.values()).index(current),
+    choice = st.sidebar.selectbox("Session", names, index=[ref_of(row) for row in labels.values()].index(current),
                                   help="Every page shows this session. Its id, agent and tenant are below.")
-    chosen = labels[choice]
+    chosen = ref_of(labels[choice])
     if chosen != current:
         select_session(chosen)
     st.sidebar.caption(f"`{chosen[2]}` · agent `{chosen[1]}` · tenant `{chosen[0]}`")
-    return chosen
+    return labels[choice]
 
 
 def session_gone(ref, rows):
@@ -127,8 +128,9 @@ def setup_page(title, *, wide=True):
     st.sidebar.caption(f"Database `{store.path}`")
     _database_picker(store)
     follow_selection_link(store)
-    ref = _session_picker(store)
-    lab_context = lab_context_switch(store, ref)
+    row = _session_picker(store)
+    ref = ref_of(row) if row is not None else None
+    lab_context = lab_context_switch(row)
     model_picker()
     if ref is None:
         return store, None

@@ -145,6 +145,26 @@ PAGES = {
 }
 
 
+def run_app_page(path, **state):
+    """The lab script ``path`` (``app_pages/tree.py``, or ``app.py``) run once in AppTest with
+    ``state`` put in its session state first; fails on any exception the run raised."""
+    from streamlit.testing.v1 import AppTest  # here, not at the top: most tests never start the lab
+
+    app = AppTest.from_file(str(ROOT / path), default_timeout=60)
+    for key, value in state.items():
+        app.session_state[key] = value
+    app.run()
+    assert not app.exception, [e.message for e in app.exception]
+    return app
+
+
+def browser_page(browser):
+    """A fresh tab of the ``browser`` fixture's Chromium, closed after the test (``yield from`` it)."""
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    yield page
+    page.close()
+
+
 def free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -9,7 +9,7 @@ from memorylab import Session, Store
 from memorylab.display.treeview import SessionTree
 from memorylab.display.viz import tree_figure, tree_layout_figure
 from memorylab.importers import import_source
-from tests.helpers import ROOT
+from tests.helpers import ROOT, run_app_page
 
 COMPACTED = ROOT / "tests" / "data" / "claude_code" / "compacted.jsonl"
 LOST_IN_OVERLAY_2 = {"httpkit/client.py", "3 times", "CHANGELOG.md"}
@@ -24,15 +24,6 @@ def compacted_db(sample_lab_db):
     return sample_lab_db, (row["tenant_id"], row["agent_id"], row["session_id"])
 
 
-def run(path, **state):
-    app = AppTest.from_file(str(ROOT / path), default_timeout=60)
-    for key, value in state.items():
-        app.session_state[key] = value
-    app.run()
-    assert not app.exception, [e.message for e in app.exception]
-    return app
-
-
 def texts(app):
     return {element.value for element in app.text}
 
@@ -43,7 +34,7 @@ def headings(app):
 
 def test_a_band_selected_on_the_tree_shows_what_its_summary_dropped(compacted_db):
     _, ref = compacted_db
-    app = run("app_pages/tree.py", session_ref=ref)
+    app = run_app_page("app_pages/tree.py", session_ref=ref)
     band = app.selectbox(key="tree_band")
     assert band.value is None and not headings(app)  # nothing selected: no audit drawn
     band.select(2).run()
@@ -93,7 +84,7 @@ def test_a_lost_artifact_opens_its_message_on_the_tree(compacted_db):
 
 def test_each_overlay_in_the_compaction_lab_shows_what_it_dropped(compacted_db):
     _, ref = compacted_db
-    app = run("app_pages/compaction_lab.py", session_ref=ref)
+    app = run_app_page("app_pages/compaction_lab.py", session_ref=ref)
     dropped = [e for e in app.expander if e.label.startswith("What this summary dropped")]
     assert [e.label for e in dropped] == ["What this summary dropped: 3 of 4 artifacts",
                                           "What this summary dropped: nothing (kept all 2 artifacts)"]
@@ -111,7 +102,7 @@ def test_a_long_sessions_overlays_are_audited_when_asked(sample_lab_db):
         write_sessions(store, [SourceSession("long", messages)], source="test", format_name="test", agent_id="bench",
                        tenant_id="default")
         Session.open(store, "long", agent_id="bench").add_compaction("Steps were run.", "m0", "m20")
-    app = run("app_pages/compaction_lab.py", session_ref=("default", "bench", "long"))
+    app = run_app_page("app_pages/compaction_lab.py", session_ref=("default", "bench", "long"))
     assert not [e for e in app.expander if e.label.startswith("What this summary dropped")]
     (button,) = [b for b in app.button if b.label == "Audit these summaries"]
     button.click()
@@ -123,7 +114,7 @@ def test_a_long_sessions_overlays_are_audited_when_asked(sample_lab_db):
 
 def test_the_proposed_summary_is_audited_before_it_is_accepted(sample_lab_db):
     ref = ("default", "project-assistant", "long-migration-project")
-    app = run("app_pages/compaction_lab.py", session_ref=ref,
+    app = run_app_page("app_pages/compaction_lab.py", session_ref=ref,
               completion_kwargs={"mock_response": "## Topic\nMigration."})
     [b for b in app.button if b.label == "Run the summarizer"][0].click().run()
     assert not app.exception, [e.message for e in app.exception]
@@ -139,7 +130,7 @@ def test_the_proposed_summary_is_audited_before_it_is_accepted(sample_lab_db):
 
 def test_the_audit_page_shows_every_compaction_worst_first(compacted_db):
     _, ref = compacted_db
-    app = run("app_pages/audit.py")
+    app = run_app_page("app_pages/audit.py")
     assert app.title[0].value == "Audit"
     table = app.dataframe[0].value
     assert list(table["overlay_id"]) == [2, 1] and list(table["lost"]) == [3, 0]
@@ -156,7 +147,7 @@ def test_the_audit_page_shows_every_compaction_worst_first(compacted_db):
 
 
 def test_the_audit_page_of_a_store_without_compactions_says_how_to_make_one(sample_lab_db):
-    app = run("app_pages/audit.py")
+    app = run_app_page("app_pages/audit.py")
     (info,) = app.info
     assert "Compaction lab" in info.value and "memorylab" in info.value and "import" in info.value
     assert not app.dataframe

@@ -54,6 +54,12 @@ def test_what_the_page_shows_is_written_into_the_url(lab_db):
     assert app.query_params == TRIP | {"leaf": app.session_state["leaf_id"]}
 
 
+@pytest.mark.parametrize("page", ["audit", "search", "experiments"])
+def test_a_page_that_stops_early_still_writes_its_view_into_the_url(lab_db, page):
+    app = open_link(page)  # the samples: no compaction to audit, no search typed, no experiment yet
+    assert app.query_params == {"tenant": "default", "agent": "support-bot", "session": "support-order-4471"}
+
+
 def test_a_link_changed_in_the_address_bar_is_followed_and_one_the_tab_wrote_is_not(lab_db):
     leaf = oldest_leaf(lab_db)
     app = open_link("chat")

@@ -2,6 +2,7 @@
 need no model show in the leaderboard and the probe matrix while it runs, with a bar and its time left
 and each arm's state; Cancel shows "Cancelling" and the trial keeps what finished. Two arms' contexts
 are compared in full; the Pareto chart and the headline read the same numbers as the table."""
+import re
 import time
 
 import pytest
@@ -47,9 +48,9 @@ def model_free_arms_shown(app):
     return any("verdict" in table.value.columns for table in app.dataframe) and len(leaderboard(app)) == 4
 
 
-def arm_states(app):
+def arm_states(app, column="state"):
     (table,) = [t.value for t in app.dataframe if "state" in t.value.columns]
-    return dict(zip(table["arm"], table["state"]))
+    return dict(zip(table["arm"], table[column]))
 
 
 def test_model_free_results_show_while_the_slow_arm_runs_and_cancel_keeps_them(sample_lab_db, litellm):
@@ -66,6 +67,8 @@ def test_model_free_results_show_while_the_slow_arm_runs_and_cancel_keeps_them(s
     assert "of 15 runs" in bar.proto.text
     states = arm_states(app)
     assert states.pop("slow-model") in ("running", "waiting") and set(states.values()) == {"done"}
+    seconds = arm_states(app, "seconds")  # blank until an arm's first run finished, never "None"
+    assert seconds.pop("slow-model") == "" and all(re.fullmatch(r"\d+\.\d\d", s) for s in seconds.values())
     assert any(w.value.startswith("This trial is incomplete") for w in app.warning)
 
     click(app, "Cancel")

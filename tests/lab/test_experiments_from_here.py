@@ -51,6 +51,23 @@ def test_new_experiment_starts_empty(lab_db):
     assert any("No cases yet" in info.value for info in app.info)
 
 
+def test_a_draft_missing_arms_cases_or_probes_says_what_to_add_next_instead_of_an_error(lab_db):
+    app = open_app("experiments")
+    (start,) = [b for b in app.button if b.label == "Start an empty experiment"]
+    start.click()
+    run(app)
+    assert not app.error
+    (hint,) = [info.value for info in app.info if info.value.startswith("Next: ")]
+    assert "**Arms**" in hint and "**Cases and probes**" in hint and "probe for" not in hint
+    app = open_app("tree", session_ref=TRIP)
+    app.button(key="tree_add_case").click()
+    run(app)
+    go_to_experiments(app)
+    assert not app.error
+    (hint,) = [info.value for info in app.info if info.value.startswith("Next: ")]
+    assert "**Arms**" in hint and r"probe for “trip\-planning\-branches”" in hint
+
+
 def test_add_this_branch_on_the_tree_puts_it_in_a_new_draft_the_experiments_page_opens_on(lab_db):
     with Store(lab_db) as store:
         oldest = Session.open(store, TRIP[2], agent_id=TRIP[1]).get_leaves()[-1]["id"]

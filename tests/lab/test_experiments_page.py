@@ -11,7 +11,7 @@ from memorylab import Session, Store
 from memorylab.experiments import Experiments, register_window_handler
 from memorylab.experiments.strategies import WINDOW_HANDLERS
 from memorylab.history.window import simple_cut
-from tests.helpers import ROOT, text_message
+from tests.helpers import ROOT, run_app_page, text_message
 
 SAMPLE_SPEC = ROOT / "sample_data" / "experiments" / "sample.yaml"
 SUPPORT = ("default", "support-bot", "support-order-4471")
@@ -34,10 +34,7 @@ def ran_once(sample_lab_db):
 
 
 def run_page(name="experiments.py", **state):
-    app = AppTest.from_file(str(ROOT / "app_pages" / name), default_timeout=60)
-    for key, value in state.items():
-        app.session_state[key] = value
-    return rerun(app)
+    return run_app_page(f"app_pages/{name}", **state)
 
 
 def rerun(app):
@@ -143,6 +140,16 @@ def test_edits_survive_switching_tabs_and_show_in_the_yaml(ran_once):
     assert yaml.safe_load(spec)["arms"][window] == {"name": "window-8k", "strategy": "window", "max_length": 2000}
     open_tab(app, "Arms")
     assert app.data_editor[0].key != editor.key and app.data_editor[0].value["max_length"][window] == 2000
+
+
+def test_the_probe_grids_blank_rows_show_nothing_but_the_default_kind_and_are_no_probes(sample_lab_db):
+    app = run_page()
+    app.selectbox(key="exp_choice").select("New from the sample spec")
+    open_tab(rerun(app), "Cases and probes")
+    grid = next(editor for editor in app.data_editor if editor.key.startswith("exp_probes:"))
+    blank = grid.value.tail(4)
+    assert set(blank["kind"]) == {"recall"} and set(blank.drop(columns="kind").to_numpy().ravel()) == {""}
+    assert len(app.session_state["exp_draft"]["spec"]["cases"][0]["probes"]) == len(grid.value) - 4
 
 
 def test_a_case_drills_down_to_outputs_a_diff_and_missed_probes(ran_once):

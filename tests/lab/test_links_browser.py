@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, browser_page
 
 SHOTS = Path(os.environ.get("MEMORYLAB_SCREENSHOTS", ROOT / "screenshots"))
 TRIP = "tenant=default&agent=travel-planner&session=trip-planning-branches"
@@ -20,9 +20,7 @@ def lab_db(sample_lab_db):
 
 @pytest.fixture
 def page(browser, lab_server):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    yield page
-    page.close()
+    yield from browser_page(browser)
 
 
 def settled(page, text):

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from memorylab import Store, load_samples
-from tests.helpers import ROOT, serve_lab
+from tests.helpers import ROOT, browser_page, serve_lab
 from tests.lab.test_browser import SHOTS, open_page
 
 SESSION, AGENT = "support-order-4471", "support-bot"
@@ -25,9 +25,7 @@ def live_lab(lab_db):
 
 @pytest.fixture
 def page(browser, live_lab):
-    page = browser.new_page(viewport={"width": 1440, "height": 1000})
-    yield page
-    page.close()
+    yield from browser_page(browser)
 
 
 def append_elsewhere(db, text):

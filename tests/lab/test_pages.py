@@ -6,7 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from memorylab import Experiments, KVStore, Memory, Session, Store, load_samples
-from tests.helpers import ROOT, confirm_in_dialog, text_message
+from tests.helpers import ROOT, confirm_in_dialog, run_app_page, text_message
 
 # The pages app.py navigates to: every script in app_pages/ (their shared parts are in lab_ui/).
 PAGES = sorted(re.findall(r'st\.Page\("app_pages/([\w]+\.py)"', (ROOT / "app.py").read_text()))
@@ -19,12 +19,7 @@ def lab_db(sample_lab_db):
 
 
 def run_page(name, **state):
-    app = AppTest.from_file(str(ROOT / "app_pages" / name), default_timeout=60)
-    for key, value in state.items():
-        app.session_state[key] = value
-    app.run()
-    assert not app.exception, [e.message for e in app.exception]
-    return app
+    return run_app_page(f"app_pages/{name}", **state)
 
 
 @pytest.mark.parametrize("name", PAGES)

@@ -3,11 +3,10 @@ sidebar's switch attaches it; a sample session keeps the sample context it was m
 import json
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from memorylab import Store
 from memorylab.importers import import_source
-from tests.helpers import ROOT
+from tests.helpers import run_app_page
 
 CONVERSATION = [
     {"role": "system", "content": "You are Quill, a terse release-notes bot."},
@@ -28,13 +27,7 @@ def imported_ref(sample_lab_db, tmp_path):
 
 
 def run_page(name, ref, **state):
-    app = AppTest.from_file(str(ROOT / "app_pages" / name), default_timeout=60)
-    app.session_state["session_ref"] = ref
-    for key, value in state.items():
-        app.session_state[key] = value
-    app.run()
-    assert not app.exception, [e.message for e in app.exception]
-    return app
+    return run_app_page(f"app_pages/{name}", session_ref=ref, **state)
 
 
 def switch(app):

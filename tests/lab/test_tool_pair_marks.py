@@ -3,11 +3,10 @@ makes its branch active."""
 import json
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from memorylab import Session, Store
 from memorylab.display.viz import FLAGGED_OUTLINE
-from tests.helpers import ROOT, text_message
+from tests.helpers import run_app_page, text_message
 
 REF = ("default", "default", "tools")
 
@@ -32,13 +31,7 @@ def tools_lab_db(sample_lab_db):
 
 
 def tree_page(**state):
-    app = AppTest.from_file(str(ROOT / "app_pages" / "tree.py"), default_timeout=60)
-    app.session_state["session_ref"] = REF
-    for key, value in state.items():
-        app.session_state[key] = value
-    app.run()
-    assert not app.exception, [e.message for e in app.exception]
-    return app
+    return run_app_page("app_pages/tree.py", **{"session_ref": REF, **state})
 
 
 def outlined(app):
@@ -62,10 +55,7 @@ def test_the_orphaned_result_is_outlined_and_listed_with_a_button_to_its_branch(
 
 
 def test_a_session_without_problems_shows_no_marks_or_listing(sample_lab_db):
-    app = AppTest.from_file(str(ROOT / "app_pages" / "tree.py"), default_timeout=60)
-    app.session_state["session_ref"] = ("default", "code-helper", "coding-csv-importer")
-    app.run()
-    assert not app.exception
+    app = run_app_page("app_pages/tree.py", session_ref=("default", "code-helper", "coding-csv-importer"))
     assert FLAGGED_OUTLINE not in outlined(app).values()
     assert not [e for e in app.expander if e.label.startswith("Tool-pair problems")]
 
