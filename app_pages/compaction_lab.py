@@ -11,7 +11,15 @@ import streamlit as st
 
 from lab_ui.audit_panel import dropped_panel, session_audits
 from lab_ui.compaction_ab import arm_column, comparison_results, facts_to_keep, run_comparison
-from lab_ui.compaction_plans import plan_or_error, seed_lab, setting_controls, shortened_messages, stored_sizes
+from lab_ui.compaction_plans import (
+    SUMMARIZER_HELP,
+    SUMMARIZERS,
+    plan_or_error,
+    seed_lab,
+    setting_controls,
+    shortened_messages,
+    stored_sizes,
+)
 from lab_ui.compaction_review import render_plan, review_proposal, run_summarizer
 from lab_ui.confirmations import ask_first
 from lab_ui.selection import active_leaf, branch_history, branch_key
@@ -27,15 +35,20 @@ AUDIT_ON_RENDER_MESSAGES = 2000  # a session up to this long has its overlays au
 def render_preview(branch, history, leaf_id):
     """The main plan's settings, its dry run, and the summary proposed from it."""
     settings = setting_controls("main", st)
-    extra = st.columns(3)
+    extra = st.columns(4)
     threshold = extra[0].number_input("Auto-compact threshold (tokens)", 100, 1_000_000, 6000, step=500,
                                       help="compact_after(threshold): compaction runs after an append that puts "
                                            "history plus system prompt strictly over it.")
-    summarizer_model = extra[1].text_input("Summarizer model", key="main_model")
-    row_limit = extra[2].number_input("Row size limit (bytes)", 1024, 10_000_000, 1_800_000, step=100_000,
+    strategy = extra[1].selectbox("Summarizer", list(SUMMARIZERS), format_func=SUMMARIZERS.get, key="main_strategy",
+                                  help=SUMMARIZER_HELP)
+    extractive = strategy == "extractive"
+    summarizer_model = extra[2].text_input("Summarizer model", key="main_model", disabled=extractive,
+                                           help="The extractive summarizer calls no model" if extractive else None)
+    row_limit = extra[3].number_input("Row size limit (bytes)", 1024, 10_000_000, 1_800_000, step=100_000,
                                       help="Messages larger than this are shrunk before they are stored.")
-    template = st.text_area("Summary prompt template", height=200, key="main_template",
-                            help="Placeholders: {transcript}, {previous_summary}, {target_tokens}.")
+    template = st.text_area("Summary prompt template", height=200, key="main_template", disabled=extractive,
+                            help="The extractive summarizer sends no prompt: it picks the span's own sentences"
+                            if extractive else "Placeholders: {transcript}, {previous_summary}, {target_tokens}.")
     # The default template as None, as the A/B arms pass it: an arm set as the preview reuses its plan.
     plan, error = plan_or_error(branch, settings, None if template == DEFAULT_SUMMARY_TEMPLATE else template, history)
     estimate = session.estimate_context_tokens(leaf_id, history=history)
@@ -51,8 +64,8 @@ def render_preview(branch, history, leaf_id):
                    if st.session_state.get("proposal") else ""))
     else:
         render_plan(branch, settings, template, plan)
-        run_summarizer(plan, leaf_id, settings, template, summarizer_model)
-        review_proposal(session, branch, plan, leaf_id, settings, template)
+        run_summarizer(plan, leaf_id, settings, template, strategy, summarizer_model)
+        review_proposal(session, branch, plan, leaf_id, settings, template, strategy)
 
 
 def render_ab(branch, history, leaf_id, branch_id):

@@ -12,7 +12,7 @@ from memorylab.experiments import Experiments
 from memorylab.experiments.branch_ab import branch_ab_spec
 from memorylab.samples import sample_facts
 
-from .compaction_plans import plan_or_error, setting_controls
+from .compaction_plans import SUMMARIZER_HELP, SUMMARIZERS, plan_or_error, setting_controls
 from .models import completion_settings, sidebar_api_hosts
 from .navigation import link_to
 
@@ -20,9 +20,7 @@ from .navigation import link_to
 def arm_column(name, column, branch, history):
     """Arm ``name``'s widgets in ``column`` and what its plan would do; returns (arm, whether it plans)."""
     column.markdown(f"**Arm {name}**")
-    strategy = column.selectbox("Strategy", ["summarize", "extractive"], key=f"{name}_strategy",
-                                help="summarize: a model writes the summary; extractive: the span's most "
-                                     "informative sentences, no model")
+    strategy = column.selectbox("Strategy", list(SUMMARIZERS), key=f"{name}_strategy", help=SUMMARIZER_HELP)
     settings = setting_controls(name, column)
     arm = {"name": name, "strategy": strategy, **settings}
     if strategy == "summarize":

@@ -3,7 +3,7 @@
 Settings live in widget keys ``<prefix>_head``, ``<prefix>_tail`` and ``<prefix>_min_tail`` for the
 prefixes ``main`` (the preview), ``A`` and ``B`` (the comparison); ``<prefix>_branch`` is the branch
 they were seeded for. The Experiments page's "Use this arm" writes the ``main_`` ones,
-``main_template``, ``main_model`` and ``main_settings_from`` (where they came from).
+``main_strategy``, ``main_template``, ``main_model`` and ``main_settings_from`` (where they came from).
 """
 import streamlit as st
 
@@ -14,6 +14,10 @@ from memorylab.experiments.strategies import suggested_plan_settings
 from memorylab.history.compaction import DEFAULT_SUMMARY_TEMPLATE
 from memorylab.history.truncation import stored_bytes
 
+SUMMARIZERS = {"summarize": "A model (summarize)", "extractive": "Extractive: no model"}
+"""The strategies that write a summary over a plan's span, as the Compaction lab's choices name them."""
+SUMMARIZER_HELP = ("summarize: a model writes the summary from the prompt template; extractive: the span's most "
+                   "informative sentences, picked without a model")
 SETTING_KEYS = {"protect_head": "head", "tail_token_budget": "tail", "min_tail_messages": "min_tail"}
 """Plan setting -> the suffix of its widget keys."""
 
@@ -37,6 +41,7 @@ def seed_lab(history, branch_id, model):
     seed_settings("A", suggested_plan_settings(history), branch_id)
     seed_settings("B", suggested_plan_settings(history, tail_share=8) | {"protect_head": 1}, branch_id)
     st.session_state.setdefault("main_template", DEFAULT_SUMMARY_TEMPLATE)
+    st.session_state.setdefault("main_strategy", "summarize")
     for name in ("main", "A", "B"):
         st.session_state.setdefault(f"{name}_model", model or "")
     return handed_over

@@ -1,7 +1,7 @@
 """The Compaction lab's preview of one plan, the summarizer run, and the review of what it proposed.
 
 State: ``proposal`` (the summary proposed for review: its text, the leaf, settings and template it
-was made with, and the ``span`` it was written from, see ``plan_span``), ``proposal_text`` (the
+was made with, its ``strategy``, and the ``span`` it was written from, see ``plan_span``), ``proposal_text`` (the
 summary as edited before accepting), ``proposal_refused`` (an accept the branch refused, for one run)
 and the accept dialog's (``confirmations``).
 """
@@ -9,6 +9,7 @@ import streamlit as st
 
 from memorylab import MemoryLabError
 from memorylab.audit import summary_warnings
+from memorylab.experiments.extractive import extractive_summary
 
 from .audit_panel import audit_caption, dropped_panel, proposal_audit
 from .compaction_plans import plan_span, plan_table_and_figure
@@ -46,15 +47,18 @@ def render_plan(branch, settings, template, plan):
                                on_click="ignore", icon="⬇️")
 
 
-def run_summarizer(plan, leaf_id, settings, template, summarizer_model):
-    """The button that asks ``summarizer_model`` for the summary, kept as the ``proposal`` to review."""
+def run_summarizer(plan, leaf_id, settings, template, strategy, summarizer_model):
+    """The button that writes the summary, by ``summarizer_model`` or, for the ``extractive``
+    ``strategy``, from the span's own sentences; kept as the ``proposal`` to review."""
     if not st.button("Run the summarizer", type="primary"):
         return
-    with st.status(f"Summarizing {len(plan.middle)} messages with {summarizer_model}…", expanded=True) as status:
+    writer = "extractively, no model" if strategy == "extractive" else f"with {summarizer_model}"
+    with st.status(f"Summarizing {len(plan.middle)} messages {writer}…", expanded=True) as status:
         try:
-            summary = sidebar_summarizer(summarizer_model)(plan.prompt).strip()
+            summary = (extractive_summary(plan.middle, plan.target_summary_tokens) if strategy == "extractive"
+                       else sidebar_summarizer(summarizer_model)(plan.prompt).strip())
             st.session_state["proposal"] = {"summary": summary, "leaf": leaf_id, "settings": settings,
-                                            "template": template, "span": plan_span(plan)}
+                                            "template": template, "strategy": strategy, "span": plan_span(plan)}
             status.update(label="Summary ready for review", state="complete")
         except MemoryLabError as failure:
             status.update(label="The summarizer failed", state="error")
@@ -116,7 +120,7 @@ def accept_confirmed(session, plan, summary, leaf_id, span):
         st.rerun()
 
 
-def review_proposal(session, branch, plan, leaf_id, settings, template):
+def review_proposal(session, branch, plan, leaf_id, settings, template, strategy):
     """The proposed summary to edit, audited as it is typed and flagged when it loses what its span
     said, then accepted as an overlay once confirmed, or rejected; while the branch no longer plans
     the span it was written from, both spans and reload or overwrite."""
@@ -130,7 +134,7 @@ def review_proposal(session, branch, plan, leaf_id, settings, template):
     warnings = summary_warnings(audit)
     render_guardrails(audit, warnings)
     st.caption("What it would drop is listed below the buttons.")
-    outdated = proposal["settings"] != settings or proposal["template"] != template
+    outdated = (proposal["settings"], proposal["template"], proposal["strategy"]) != (settings, template, strategy)
     if outdated:
         st.warning("The settings changed since this summary was made; run it again first.")
     accept, reject = st.columns(2)

@@ -1,5 +1,5 @@
 """The Experiments page's Arms tab: the spec's top-level settings and its arms as a table, each
-summarize arm's prompt template and completion arguments, and "Duplicate" (see ``experiment_drafts``
+model arm's prompt template and completion arguments, and "Duplicate" (see ``experiment_drafts``
 for the draft they edit)."""
 import copy
 import json
@@ -8,20 +8,21 @@ import pandas as pd
 import streamlit as st
 
 from memorylab.experiments import STRATEGY_DEFAULTS, STRATEGY_HELP, Arm
+from memorylab.experiments.strategies import MODEL_STRATEGIES
 from memorylab.history.compaction import DEFAULT_SUMMARY_TEMPLATE
 
 from .escaping import escape_markdown
 from .experiment_drafts import plain, section_key
 
 SETTING_HELP = {
-    "protect_head": "summarize, extractive: messages kept verbatim at the start (default 3)",
-    "tail_token_budget": "summarize, extractive: tokens of recent messages kept verbatim "
+    "protect_head": "summarize, mask+summarize, extractive: messages kept verbatim at the start (default 3)",
+    "tail_token_budget": "summarize, mask+summarize, extractive: tokens of recent messages kept verbatim "
                          "(blank: a quarter of the branch)",
-    "min_tail_messages": "summarize, extractive: recent messages kept whatever their size (default 2)",
-    "model": "summarize: any litellm model string (blank: the embedded model)",
+    "min_tail_messages": "summarize, mask+summarize, extractive: recent messages kept whatever their size (default 2)",
+    "model": "summarize, mask+summarize: any litellm model string (blank: the embedded model)",
     "max_length": "window: characters the window holds (default 12000)",
     "handler": "window: the resize handler (default simple_cut)",
-    "keep_recent": "truncate: newest messages left whole (default 4)",
+    "keep_recent": "truncate, mask, mask+summarize: newest messages left whole (default 4)",
     "max_tool_output_chars": "truncate: longest older tool output kept (default 500)",
     "max_text_chars": "truncate: longest older text kept (default 10000)",
 }
@@ -32,7 +33,7 @@ HIDDEN_ARM_COLUMNS = ("template", "completion")
 
 
 def edit_arms(draft):
-    """The arms section: the spec's top-level settings, the arms table, each summarize arm's template,
+    """The arms section: the spec's top-level settings, the arms table, each model arm's template,
     and "Duplicate". Returns ``(spec, problems, changes)``: the spec with the arms as edited, what
     the page itself could not read (a completion that is not JSON), and the changes to apply."""
     key = section_key(draft, "arms", lambda k: f"exp_arms:{k}")
@@ -127,7 +128,7 @@ def _edit_arm_table(arms, version):
     arms, problems, changes = [], [], []
     for index, row in enumerate(edited.to_dict("records")):
         arm = arm_from_row(row)
-        if arm["strategy"] == "summarize":
+        if arm["strategy"] in MODEL_STRATEGIES:
             problem = _template_editor(arm, row, f"{version}:{index}")
             if problem:
                 problems.append(problem)
@@ -142,7 +143,7 @@ def _edit_arm_table(arms, version):
 
 
 def _template_editor(arm, row, key):
-    """The prompt template and completion arguments of one summarize arm, in an expander; fills
+    """The prompt template and completion arguments of one model arm (summarize, mask+summarize), in an expander; fills
     them into ``arm``. Returns a problem, or None."""
     with st.expander(f"Prompt and completion of arm “{escape_markdown(arm['name'] or 'unnamed')}”", icon="📝"):
         template = st.text_area("Summary prompt template", plain(row["template"]) or DEFAULT_SUMMARY_TEMPLATE,

@@ -197,6 +197,7 @@ def _copy_to_compaction_lab(run, ref, source):
         state.pop("main_tail", None)  # the lab's own default: a quarter of the branch, as the arm had
     else:
         state["main_tail"] = settings["tail_token_budget"]
+    state["main_strategy"] = run["strategy"]
     if run["strategy"] == "summarize":
         state["main_template"] = settings["template"] or DEFAULT_SUMMARY_TEMPLATE
         state["main_model"] = settings["model"] or DEFAULT_LOCAL_MODEL

@@ -268,6 +268,13 @@ def test_use_this_arm_opens_the_compaction_lab_with_its_settings(ran_once):
     assert app.number_input(key="main_tail").value == 1200
     assert any("Settings of arm “extractive”" in s.value for s in app.success)
     assert not any(i.value.startswith("Nothing to compact") for i in app.info)
+    summarizer = app.selectbox(key="main_strategy")
+    assert summarizer.value == "extractive" and app.text_input(key="main_model").disabled
+    app.switch_page("app_pages/compaction_lab.py")  # where the app now is: AppTest reruns the page it was given
+    click(app, "Run the summarizer")  # the arm's own summarizer: its span's sentences, no model asked
+    proposal = app.session_state["proposal"]
+    assert proposal["strategy"] == "extractive" and proposal["summary"].startswith("Extractive summary of ")
+    assert app.text_area(key="proposal_text").value == proposal["summary"]
 
 
 def test_the_compaction_labs_first_view_shows_a_plan_on_every_sample_conversation(sample_lab_db):

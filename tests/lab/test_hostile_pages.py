@@ -42,8 +42,8 @@ def test_every_page_shows_html_from_users_as_text(browser, hostile_lab_db, lab_s
         page.goto(f"{lab_server}/{path}")
         page.get_by_text(expected).first.wait_for(timeout=60_000)
         if path in SHOWN_AS_TEXT:  # wait until the page body (not just the sidebar) shows the text
-            page.locator("[data-testid='stMainBlockContainer']").get_by_text("onerror=alert(1)", exact=False).first.wait_for(
-                state="attached", timeout=30_000)
+            body = page.locator("[data-testid='stMainBlockContainer']")
+            body.get_by_text("onerror=alert(1)", exact=False).first.wait_for(state="attached", timeout=30_000)
         page.wait_for_timeout(500)
         assert page.locator("[data-testid='stException']").count() == 0, f"/{path} shows an exception"
         injected = page.locator("img[src='x'], a[href^='javascript:'], [onerror]").count()

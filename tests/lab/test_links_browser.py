@@ -1,5 +1,6 @@
 """Deep links and the experiment draft in headless Chromium: a link opened in a fresh browser shows
-what it names and survives a reload and back; a probe typed into a case's grid survives reruns.
+what it names and survives a reload and back; a probe typed into a case's grid survives reruns; an
+arm handed to the Compaction lab opens it at its top.
 Screenshots go to ``screenshots/`` (or ``$MEMORYLAB_SCREENSHOTS``)."""
 import os
 import re
@@ -7,10 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from memorylab import Store
+from memorylab.experiments import Experiments
 from tests.helpers import ROOT, browser_page
+from tests.lab.test_experiments_page import offline_sample
 
 SHOTS = Path(os.environ.get("MEMORYLAB_SCREENSHOTS", ROOT / "screenshots"))
 TRIP = "tenant=default&agent=travel-planner&session=trip-planning-branches"
+SCROLLED = "Math.max(window.scrollY, ...[...document.querySelectorAll('*')].map(element => element.scrollTop))"
+"""How far the page is scrolled down, in pixels, whichever element scrolls it."""
 
 
 @pytest.fixture
@@ -85,3 +91,22 @@ def test_a_probe_typed_into_the_new_drafts_grid_survives_its_reruns(page, lab_se
     settled(page, "Download the spec")
     spec = page.locator("[data-testid='stCode']").first.inner_text()
     assert "How many days in Lisbon?" in spec and "3-day Lisbon plan" in spec
+
+
+def test_use_this_arm_opens_the_compaction_lab_at_its_top_with_the_arms_summarizer(page, lab_db, lab_server):
+    with Store(lab_db) as store:
+        Experiments(store).run(offline_sample("support"))
+    page.goto(f"{lab_server}/experiments")
+    settled(page, "Arm to tune further in the Compaction lab")
+    button = page.get_by_role("button", name=re.compile("Use this arm in the Compaction lab"))
+    button.scroll_into_view_if_needed()  # the button sits at the foot of a long results page
+    assert page.evaluate(SCROLLED) > 500
+    button.click()
+    settled(page, "Summary prompt template")
+    title = page.get_by_role("heading", name="Compaction lab").first.bounding_box()
+    page.screenshot(path=SHOTS / "use_this_arm_compaction_lab.png")
+    assert 0 <= title["y"] < 300 and page.evaluate(SCROLLED) == 0, "the Compaction lab opened scrolled down"
+    summarizer = page.locator("[data-testid='stSelectbox']").filter(has_text="Summarizer")
+    assert "Extractive: no model" in summarizer.text_content() + " ".join(box.input_value() for box in
+                                                                         summarizer.locator("input").all())
+    assert page.get_by_role("textbox", name="Summarizer model").first.is_disabled()  # the preview's, not A/B's
