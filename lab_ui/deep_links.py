@@ -18,6 +18,7 @@ from memorylab import DamagedRowError, Session
 from memorylab.lab_links import EXPERIMENT_PARAMS, SELECTION_PARAMS, session_view
 
 from .experiment_drafts import FROM_SAMPLE, NEW, UPLOAD
+from .navigation import start_at_the_top
 from .selection import ref_of, select_leaf, select_session, session_row
 
 WRITTEN = "url_view"
@@ -153,6 +154,7 @@ def run_showing_view(page):
     """Run ``page`` (from ``st.navigation``), then write its view into the URL. Not when it asked for
     a rerun: that starts from the URL as it was when asked, and writes the view."""
     st.session_state[PAGE] = page.url_path
+    start_at_the_top()
     page.run()
     show_view_in_url(page.url_path)
 

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from memorylab import MemoryLabError
-from memorylab.experiments import against_best_text, interval_text, percent_text, score_text, whole_percent
+from memorylab.experiments import against_best_text, interval_text, percent_text, whole_percent
 from memorylab.history.compaction import DEFAULT_SUMMARY_TEMPLATE
 from memorylab.llm.models import DEFAULT_LOCAL_MODEL
 
@@ -92,9 +92,10 @@ def _headline(results, board):
     columns = st.columns(4)
     columns[0].metric("Best arm that saves tokens" if len(saving) else "Best arm", best["arm"],
                       help="Highest mean probe score among the arms whose context is smaller than the history")
-    columns[1].metric("Its score", score_text(best), help="Mean over cases of the share of probes kept, with its 95% "
-                      "interval (n/a with one case)",
-                      delta=f"saves {percent_text(best['saved_pct'])}" if len(saving) else None, delta_color="off")
+    # the interval rides in the delta: a metric's value is drawn large and is cut off past about ten characters
+    beside = [f"95% {interval_text(best)}"] + ([f"saves {percent_text(best['saved_pct'])}"] if len(saving) else [])
+    columns[1].metric("Its score", f"{best['score']:.2f}", delta=" · ".join(beside), delta_color="off",
+                      help="Mean over cases of the share of probes kept, with its 95% interval (n/a with one case)")
     columns[2].metric("Runs", len(results.runs), delta=f"{errors} errors" if errors else None, delta_color="inverse",
                       help=f"Trial {results.trial} started {started[:19].replace('T', ' ')} UTC")
     failing = int(board["passed"].eq(False).sum())  # None is "no threshold", not a failure

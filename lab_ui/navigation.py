@@ -1,10 +1,19 @@
 """Links between the lab's pages. A page script run on its own (outside ``app.py``'s navigation)
 gets a hint instead of a link."""
 import streamlit as st
+import streamlit.components.v1 as components
 
 from .selection import select_leaf, select_session
 
 PAGE_DIR = "app_pages"
+SWITCHED = "nav_switched"
+"""Set by ``switch_to`` for the run of the page it opens, which starts at the top."""
+_SCROLL_TO_TOP = """<script>
+for (let element = window.parent.document.querySelector('[data-testid="stMainBlockContainer"]'); element;
+     element = element.parentElement) element.scrollTop = 0;
+</script>"""
+"""Streamlit keeps the page's scroll position across a switch: a jump from the foot of a long page
+would open the next one scrolled down, its title out of sight."""
 
 
 def page_path(name):
@@ -23,9 +32,20 @@ def link_to(page, label, icon):
 def switch_to(page, hint):
     """Go to the page ``page``; ``hint`` says what to open when this page runs on its own."""
     try:
+        st.session_state[SWITCHED] = True
         st.switch_page(page_path(page))
     except st.errors.StreamlitAPIException:  # the page runs on its own, outside the app's navigation
+        st.session_state.pop(SWITCHED)
         st.info(hint)
+
+
+def start_at_the_top():
+    """Scroll the page to its top when ``switch_to`` opened it, as its run starts: before the person
+    can scroll the new page, and before its elements arrive (the frame it takes sits in the sidebar,
+    where it moves no page element)."""
+    if st.session_state.pop(SWITCHED, False):
+        with st.sidebar:
+            components.html(_SCROLL_TO_TOP, height=0)
 
 
 def open_message(ref, message_id, session, page="tree"):

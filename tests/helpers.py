@@ -3,6 +3,7 @@
 Imported as ``from tests.helpers import ...``; fixtures live in ``tests/conftest.py``.
 """
 import os
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -163,6 +164,19 @@ def browser_page(browser):
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
     yield page
     page.close()
+
+
+def _interrupt_as_ctrl_c():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def memorylab_process(*argv, env=None):
+    """``python -m memorylab ARGV`` running, its output piped as text, which a SIGINT interrupts as
+    Ctrl-C in a terminal would: a test run started in the background by a script (``scripts/test &``)
+    ignores SIGINT, and a child inherits that, so it is set back to the default first."""
+    return subprocess.Popen([sys.executable, "-m", "memorylab", *argv], cwd=ROOT, env={**os.environ, **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_interrupt_as_ctrl_c)
 
 
 def free_port():

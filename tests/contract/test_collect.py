@@ -7,11 +7,8 @@ every way of sending it must give.
 """
 import gzip
 import json
-import os
 import random
 import signal
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -26,7 +23,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
 from memorylab import Session, Store
 from memorylab.importers import import_source
 from memorylab.otlp_receiver import TraceCollector, serving
-from tests.helpers import ROOT, database_rows, free_port
+from tests.helpers import database_rows, free_port, memorylab_process
 from tests.otel_agent import (
     SESSION,
     SUMMARY,
@@ -172,9 +169,8 @@ def test_twenty_concurrent_exporters_lose_no_span(store):
 
 def test_the_collect_command_serves_until_interrupted(store_target, spans):
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "memorylab", "--db", str(store_target), "collect", "--port",
-                                str(port), "--settle", "0.1"], cwd=ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    process = memorylab_process("--db", str(store_target), "collect", "--port", str(port), "--settle", "0.1",
+                                env={"PYTHONUNBUFFERED": "1"})
     try:
         assert "OTLP/HTTP traces at http://127.0.0.1:" in process.stderr.readline()
         exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces")

@@ -7,11 +7,9 @@ The child processes run the real command line, so a source that is not stopped c
 they are killed after ``PATIENCE`` seconds.
 """
 import asyncio
-import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 
 import pytest
@@ -19,7 +17,7 @@ from agents import SQLiteSession
 
 from memorylab import ImportFormatError, Session, Store
 from memorylab.importers import ReadBudget, import_source
-from tests.helpers import ROOT, database_rows, text_message
+from tests.helpers import database_rows, memorylab_process, text_message
 
 PATIENCE = 60
 FOREVER = ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "
@@ -43,8 +41,7 @@ def endless_sdk_source(path, view):
 
 
 def memorylab_cli(db, *argv, **env):
-    return subprocess.Popen([sys.executable, "-m", "memorylab", "--db", str(db), *argv], cwd=ROOT,
-                            env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return memorylab_process("--db", str(db), *argv, env=env)
 
 
 def finished(child, within=PATIENCE):

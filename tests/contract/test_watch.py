@@ -7,11 +7,8 @@ between; what it leaves in the store is compared with a one-shot import of the w
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -20,6 +17,7 @@ from memorylab.importers import import_source
 from memorylab.importers.watch import Watcher, watch_sources
 from tests.contract.test_import_claude_code import DATA as CLAUDE_CODE
 from tests.contract.test_import_codex import SESSIONS as CODEX
+from tests.helpers import memorylab_process
 
 TRANSCRIPTS = sorted(CLAUDE_CODE.glob("*.jsonl")) + sorted(CODEX.rglob("*.jsonl"))
 TOOL_USE_ID = "3f2c5b1e-8a47-4d0e-9c61-2b7d9e4f0a13"
@@ -167,9 +165,7 @@ def test_the_watch_command_imports_what_a_transcript_gains_and_stops_on_ctrl_c(t
     path.write_bytes((CLAUDE_CODE / "tool-use.jsonl").read_bytes())
     db = tmp_path / "lab.db"
     Store(str(db)).close()
-    watch = subprocess.Popen([sys.executable, "-m", "memorylab", "--db", str(db), "watch", str(path.parent)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             cwd=Path(__file__).resolve().parents[2])
+    watch = memorylab_process("--db", str(db), "watch", str(path.parent))
     try:
         with Store(str(db)) as store:
             assert wait_for(lambda: message_ids(store), 15)

@@ -40,10 +40,10 @@ def test_the_leaderboard_shows_each_mean_with_its_interval_and_its_verdict_again
             f"{summary['score_low']:.2f}–{summary['score_high']:.2f}")
         assert board.loc[arm, "vs_best"] == (summary["vs_best"] or "(the best)")
     assert board.loc["full-history", "interval"] == "1.00–1.00" and board.loc["full-history", "vs_best"] == "(the best)"
-    metrics = {m.label: m.value for m in app.metric}
-    best = summaries[metrics["Best arm that saves tokens"]]
-    assert metrics["Its score"] == score_text(best) == (
-        f"{best['score']:.2f} ({best['score_low']:.2f}–{best['score_high']:.2f})")
+    metrics = {m.label: m for m in app.metric}
+    best = summaries[metrics["Best arm that saves tokens"].value]
+    assert f"{metrics['Its score'].value} ({metrics['Its score'].proto.delta.split(' · ')[0][4:]})" == \
+        score_text(best) == f"{best['score']:.2f} ({best['score_low']:.2f}–{best['score_high']:.2f})"
     assert "Download leaderboard CSV" in [d.label for d in app.download_button]
 
 

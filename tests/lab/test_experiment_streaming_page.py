@@ -124,4 +124,4 @@ def test_the_headline_and_the_table_round_a_saving_the_same_way(one_trial):
     saved = board.loc[board["arm"] != "full-history", "saved_pct"]
     assert set(saved) == {27}
     (score,) = [m for m in app.metric if m.label == "Its score"]
-    assert score.proto.delta == "saves 27%"
+    assert score.proto.delta.endswith(" · saves 27%")

@@ -36,6 +36,13 @@ def settled(page, text):
     assert page.locator("[data-testid='stException']").count() == 0
 
 
+def idle(page):
+    """Once the run an edit started has ended (Streamlit's running indicator gone)."""
+    page.wait_for_timeout(500)
+    page.wait_for_function("!document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=60_000)
+    page.wait_for_timeout(500)
+
+
 def active_branch(page):
     picker = page.locator("[data-testid='stSelectbox']").filter(has_text="Active branch")
     return picker.text_content() + " " + " ".join(box.input_value() for box in picker.locator("input").all())
@@ -77,20 +84,20 @@ def test_a_probe_typed_into_the_new_drafts_grid_survives_its_reruns(page, lab_se
     page.get_by_text("Open the draft on the Experiments page").click()
     settled(page, "Branch (by its leaf)")
     grid = page.locator("[data-testid='stDataFrame']").first
-    grid.scroll_into_view_if_needed()
-    box = grid.bounding_box()
-    assert box["height"] > 5 * 35  # room to type several probes
     for column, text in ((0.5, "How many days in Lisbon?"), (0.78, "3-day Lisbon plan")):  # question, facts
-        page.mouse.click(box["x"] + box["width"] * column, box["y"] + 38 + 17)  # the first row: blank
-        page.wait_for_timeout(500)
+        grid.scroll_into_view_if_needed()
+        box = grid.bounding_box()  # again: the rerun of an edit may move the grid
+        assert box["height"] > 5 * 35  # room to type several probes
+        page.mouse.dblclick(box["x"] + box["width"] * column, box["y"] + 38 + 17)  # the first row: blank
+        page.locator("textarea.gdg-input").wait_for(timeout=10_000)  # the cell's editor is open
         page.keyboard.type(text, delay=20)
         page.keyboard.press("Enter")  # each edit reruns the page
-        page.wait_for_timeout(2500)
+        idle(page)
     page.screenshot(path=SHOTS / "experiment_probe_typed.png")
     page.get_by_role("tab", name="YAML").click()
     settled(page, "Download the spec")
     spec = page.locator("[data-testid='stCode']").first.inner_text()
-    assert "How many days in Lisbon?" in spec and "3-day Lisbon plan" in spec
+    assert "How many days in Lisbon?" in spec and "3-day Lisbon plan" in spec, spec
 
 
 def test_use_this_arm_opens_the_compaction_lab_at_its_top_with_the_arms_summarizer(page, lab_db, lab_server):
@@ -99,13 +106,18 @@ def test_use_this_arm_opens_the_compaction_lab_at_its_top_with_the_arms_summariz
     page.goto(f"{lab_server}/experiments")
     settled(page, "Arm to tune further in the Compaction lab")
     button = page.get_by_role("button", name=re.compile("Use this arm in the Compaction lab"))
-    button.scroll_into_view_if_needed()  # the button sits at the foot of a long results page
+    button.scroll_into_view_if_needed()  # the button sits near the foot of a long results page
+    page.mouse.move(800, 500)
+    page.mouse.wheel(0, 20_000)  # and the reader went on to the very bottom
+    page.wait_for_timeout(500)
     assert page.evaluate(SCROLLED) > 500
     button.click()
     settled(page, "Summary prompt template")
     title = page.get_by_role("heading", name="Compaction lab").first.bounding_box()
     page.screenshot(path=SHOTS / "use_this_arm_compaction_lab.png")
     assert 0 <= title["y"] < 300 and page.evaluate(SCROLLED) == 0, "the Compaction lab opened scrolled down"
+    (scroller,) = [f for f in page.frames[1:] if "scrollTop" in f.evaluate("document.documentElement.outerHTML")]
+    assert scroller.evaluate("window.parent.document.querySelector('[data-testid=stMainBlockContainer]') !== null")
     summarizer = page.locator("[data-testid='stSelectbox']").filter(has_text="Summarizer")
     assert "Extractive: no model" in summarizer.text_content() + " ".join(box.input_value() for box in
                                                                          summarizer.locator("input").all())
