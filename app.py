@@ -3,11 +3,12 @@
 The page scripts are in app_pages/ (not pages/: Streamlit would list every file of a pages/ folder
 in the sidebar of a deep link opened before this router first ran), their shared parts in lab_ui/.
 Each url_path is fixed, so links keep working whatever the files are called. Every run ends by
-writing the view it showed into the URL's query parameters (lab_ui/deep_links.py).
+drawing the sidebar's menu and writing the view it showed into the URL's query parameters
+(lab_ui/navigation.py, lab_ui/deep_links.py).
 """
 import streamlit as st
 
-from lab_ui.deep_links import run_showing_view
+from lab_ui.navigation import run_page
 
 PAGES = [
     st.Page("app_pages/sessions.py", title="Sessions", icon="🗂️", default=True),
@@ -23,4 +24,4 @@ PAGES = [
     st.Page("app_pages/long_term.py", title="Long-term memory", icon="🧠", url_path="long_term"),
 ]
 
-run_showing_view(st.navigation(PAGES))
+run_page(st.navigation(PAGES, position="hidden"), PAGES)

@@ -22,7 +22,7 @@ from memorylab.history.overlays import is_summary_message
 store, session = setup_page("Chat")
 if session is None:
     st.title("Chat")
-    st.stop()
+    stop_showing_view()
 live_updates(session)
 
 from lab_ui.replay_panel import render_replay  # noqa: E402

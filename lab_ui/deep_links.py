@@ -2,7 +2,7 @@
 and its trial live in the query parameters (names in ``memorylab.lab_links``), so a reload, a new
 tab, back and forward, and a pasted link open the same view.
 
-``app.py`` writes the view into the URL at the end of every run (``run_showing_view``) and keeps
+``app.py`` writes the view into the URL at the end of every run (``navigation.run_page``) and keeps
 what it wrote in ``st.session_state["url_view"]``. A page that ends early calls ``stop_showing_view``
 instead of ``st.stop()``: a stopped run can write nothing more, not even the URL.
 
@@ -18,7 +18,6 @@ from memorylab import DamagedRowError, Session
 from memorylab.lab_links import EXPERIMENT_PARAMS, SELECTION_PARAMS, session_view
 
 from .experiment_drafts import FROM_SAMPLE, NEW, UPLOAD
-from .navigation import start_at_the_top
 from .selection import ref_of, select_leaf, select_session, session_row
 
 WRITTEN = "url_view"
@@ -123,10 +122,16 @@ def linked_audit(audits, chosen):
 
 def current_view(page):
     """The view ``page`` (its url path) shows now, as query parameters."""
+    view = selection_view()
+    if page == "experiments":
+        view |= {name: str(value) for name, value in _experiment_view().items() if value is not None}
+    return view
+
+
+def selection_view():
+    """The selected session and branch, as query parameters: what every page shows."""
     ref = st.session_state.get("session_ref")
     view = session_view(*ref, st.session_state.get("leaf_id")) if ref else {}
-    if page == "experiments":
-        view |= _experiment_view()
     return {name: str(value) for name, value in view.items() if value is not None}
 
 
@@ -150,17 +155,12 @@ def show_view_in_url(page):
         st.query_params.from_dict(others | view)
 
 
-def run_showing_view(page):
-    """Run ``page`` (from ``st.navigation``), then write its view into the URL. Not when it asked for
-    a rerun: that starts from the URL as it was when asked, and writes the view."""
-    st.session_state[PAGE] = page.url_path
-    start_at_the_top()
-    page.run()
-    show_view_in_url(page.url_path)
+class PageEnded(Exception):
+    """``stop_showing_view`` under ``app.py``: the page's run ends there, and ``app.py`` finishes it."""
 
 
 def stop_showing_view():
-    """``st.stop()``, after writing the view into the URL (when ``app.py`` runs the page)."""
+    """``st.stop()``, after the menu and the view in the URL (when ``app.py`` runs the page)."""
     if PAGE in st.session_state:
-        show_view_in_url(st.session_state[PAGE])
+        raise PageEnded
     st.stop()

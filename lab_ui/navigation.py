@@ -1,8 +1,10 @@
-"""Links between the lab's pages. A page script run on its own (outside ``app.py``'s navigation)
-gets a hint instead of a link."""
+"""Moving between the lab's pages: the sidebar's menu, links and jumps from one page to another,
+each carrying the view it opens in its query parameters (``deep_links``). A page script run on its
+own (outside ``app.py``'s navigation) gets a hint instead of a link."""
 import streamlit as st
 import streamlit.components.v1 as components
 
+from .deep_links import PAGE, PageEnded, current_view, selection_view, show_view_in_url
 from .selection import select_leaf, select_session
 
 PAGE_DIR = "app_pages"
@@ -16,15 +18,35 @@ for (let element = window.parent.document.querySelector('[data-testid="stMainBlo
 would open the next one scrolled down, its title out of sight."""
 
 
+def run_page(page, pages):
+    """Run ``page`` (of ``pages``, from ``st.navigation`` with its own menu hidden), then draw the
+    sidebar's menu and write the view into the URL. Not when the page asked for a rerun: that starts
+    from the URL as it was when asked, and writes the view."""
+    st.session_state[PAGE] = page.url_path
+    menu = st.sidebar.container()  # at the top of the sidebar, drawn once the run knows its view
+    start_at_the_top()
+    try:
+        page.run()
+    except PageEnded:
+        pass
+    for each in pages:
+        menu.page_link(each, query_params=current_view(each.url_path))
+    menu.divider()
+    show_view_in_url(page.url_path)
+
+
 def page_path(name):
     """The script of the page ``name`` (``"tree"``), as ``st.page_link`` and ``st.switch_page`` take it."""
     return f"{PAGE_DIR}/{name}.py"
 
 
 def link_to(page, label, icon):
-    """A link to the page ``page`` (``"tree"``) of the app; a hint instead when this page runs on its own."""
+    """A link to the page ``page`` (``"tree"``) of the app; a hint instead when this page runs on its own.
+    Links, jumps and the menu carry the selection (a jump, not the experiment it may open): opened
+    without it, a page's run writes it into the URL as a second step of the browser's history, and
+    Back takes two presses."""
     try:
-        st.page_link(page_path(page), label=label, icon=icon)
+        st.page_link(page_path(page), label=label, icon=icon, query_params=selection_view())
     except st.errors.StreamlitAPIException:
         st.caption(f"{icon} {label}: open it from the app's navigation.")
 
@@ -33,7 +55,7 @@ def switch_to(page, hint):
     """Go to the page ``page``; ``hint`` says what to open when this page runs on its own."""
     try:
         st.session_state[SWITCHED] = True
-        st.switch_page(page_path(page))
+        st.switch_page(page_path(page), query_params=selection_view())
     except st.errors.StreamlitAPIException:  # the page runs on its own, outside the app's navigation
         st.session_state.pop(SWITCHED)
         st.info(hint)

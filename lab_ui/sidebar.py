@@ -14,7 +14,7 @@ from memorylab.shapes import SessionRows
 from memorylab.store import is_postgres_url
 
 from .damaged_rows import report_damaged_rows
-from .deep_links import follow_selection_link
+from .deep_links import follow_selection_link, stop_showing_view
 from .models import model_picker
 from .selection import ref_of, select_session, session_row
 from .session_context import lab_context_switch
@@ -113,7 +113,7 @@ def session_gone(ref, rows):
         st.rerun()
     st.error(f"Session `{ref[2]}` (agent `{ref[1]}`, tenant `{ref[0]}`) no longer exists: it was deleted while "
              "this page was open. Nothing was written. Pick another session in the sidebar.", icon="🗑️")
-    st.stop()
+    stop_showing_view()
 
 
 def setup_page(title, *, wide=True):
@@ -160,4 +160,4 @@ def offer_samples(store):
         with st.spinner("Loading the samples…"):
             load_samples(store)
         st.rerun()
-    st.stop()
+    stop_showing_view()

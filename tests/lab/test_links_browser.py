@@ -61,10 +61,7 @@ def test_a_deep_link_opens_its_branch_in_a_fresh_browser_and_survives_reload_and
     page.get_by_text("Open the draft on the Experiments page").click()
     settled(page, "Cases and probes")
     assert "experiment=" not in page.url and "leaf=m005" in page.url  # an unsaved draft has no link of its own
-    page.go_back()
-    page.wait_for_timeout(2000)
-    if "/tree?" not in page.url:  # the Experiments page's own parameters were a step of their own
-        page.go_back()
+    page.go_back()  # one press: the jump carried the selection, so the page's run added no step of its own
     settled(page, "Active path")
     assert "m005 ·" in active_branch(page) and "/tree?" in page.url
 
@@ -122,3 +119,17 @@ def test_use_this_arm_opens_the_compaction_lab_at_its_top_with_the_arms_summariz
     assert "Extractive: no model" in summarizer.text_content() + " ".join(box.input_value() for box in
                                                                          summarizer.locator("input").all())
     assert page.get_by_role("textbox", name="Summarizer model").first.is_disabled()  # the preview's, not A/B's
+
+
+def test_back_after_moving_through_the_menu_returns_one_page_a_press(page, lab_server):
+    page.goto(f"{lab_server}/tree?{TRIP}")
+    settled(page, "Active path")
+    menu = page.locator("[data-testid='stSidebar'] [data-testid='stPageLink-NavLink']")
+    for title, shows in (("Chat", "What the model sees"), ("Experiments", "No experiment in this store yet")):
+        menu.filter(has_text=title).click()
+        settled(page, shows)
+        assert "session=trip-planning-branches" in page.url  # the menu kept the selection
+    for title in ("Chat", "Tree"):
+        page.go_back()
+        page.get_by_role("heading", name=title).first.wait_for(timeout=30_000)
+        assert "session=trip-planning-branches" in page.url
