@@ -50,7 +50,8 @@ def measure(workdir, conversations):
     database, port = workdir / "collect.db", _free_port()
     with open(workdir / "collect.log", "w") as log:
         process = subprocess.Popen([sys.executable, "-m", "memorylab", "--db", str(database), "collect", "--port",
-                                    str(port), "--settle", "0.5"], cwd=ROOT, stdout=log, stderr=log)
+                                    str(port), "--settle", "0.5"], cwd=ROOT, stdout=log, stderr=log,
+                                   preexec_fn=_interruptible)
         try:
             _wait_for(port)
             failures = []
@@ -77,6 +78,12 @@ def measure(workdir, conversations):
     with sqlite3.connect(database) as conn:
         answers = conn.execute("SELECT COUNT(*) FROM messages WHERE role = 'assistant'").fetchone()[0]
     return seconds, total - len(failures) * BATCH, answers, peak
+
+
+def _interruptible():
+    """The collector stops on SIGINT, as on Ctrl-C, even when this benchmark was started in the
+    background by a script (which ignores SIGINT, and a child inherits that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _free_port():
