@@ -14,6 +14,7 @@ import importlib.util
 import json
 import threading
 import uuid
+from contextlib import closing
 from functools import cache
 from pathlib import Path
 
@@ -206,8 +207,8 @@ def generate(messages, *, tools=None, **params):
     settings = {**DEFAULT_PARAMS, **{k: params[k] for k in PASSED_PARAMS if params.get(k) is not None}}
     settings["stop"] = [loaded.runtime.eos, *_as_list(settings.get("stop"))]
     pieces = []
-    with loaded.lock:
-        stream = loaded.runtime.stream(prompt, settings)
+    # A reply closed midway closes the runtime's stream before the lock lets the next reply decode.
+    with loaded.lock, closing(loaded.runtime.stream(prompt, settings)) as stream:
         while True:
             try:
                 piece = next(stream)
@@ -292,16 +293,18 @@ def provider():
             )
 
         def streaming(self, *, model, messages, optional_params, **_):
+            """Closing this stream (litellm's ``close()``) closes ``generate``, so the model stops writing."""
             try:
-                for kind, value in hold_tool_calls(generate(messages, **optional_params), optional_params.get("tools")):
-                    if kind == "text":
-                        yield {"text": value, "tool_use": None, "is_finished": False, "finish_reason": "",
-                               "usage": None, "index": 0}
-                        continue
-                    call, stats = value
-                    yield {"text": "", "tool_use": {**_openai_call(call), "index": 0} if call else None,
-                           "is_finished": True, "finish_reason": "tool_calls" if call else stats["finish_reason"],
-                           "usage": _usage(stats), "index": 0}
+                with closing(generate(messages, **optional_params)) as items:
+                    for kind, value in hold_tool_calls(items, optional_params.get("tools")):
+                        if kind == "text":
+                            yield {"text": value, "tool_use": None, "is_finished": False, "finish_reason": "",
+                                   "usage": None, "index": 0}
+                            continue
+                        call, stats = value
+                        yield {"text": "", "tool_use": {**_openai_call(call), "index": 0} if call else None,
+                               "is_finished": True, "finish_reason": "tool_calls" if call else stats["finish_reason"],
+                               "usage": _usage(stats), "index": 0}
             except (ContextWindowError, LocalModelUnavailableError) as error:
                 raise to_litellm_error(error, model) from None
 

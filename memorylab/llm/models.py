@@ -14,6 +14,7 @@ import os
 import re
 import urllib.request
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidInputError, ModelError
@@ -145,7 +146,8 @@ def complete(messages, *, model=DEFAULT_LOCAL_MODEL, tools=None, stream=False,
 
 class ModelStream:
     """A streamed reply. Iterating yields text as it arrives; once it ends, ``response`` is the whole
-    reply (text, tool calls, usage) as litellm assembles it from the chunks."""
+    reply (text, tool calls, usage) as litellm assembles it from the chunks. ``close()`` abandons it
+    midway: the provider's stream is closed, so a model writing in this process stops."""
 
     def __init__(self, chunks, model, messages):
         self.model = model
@@ -166,6 +168,9 @@ class ModelStream:
         litellm = _litellm()
         self.response = litellm.stream_chunk_builder(collected, messages=self._messages) or litellm.ModelResponse()
 
+    def close(self) -> None:
+        self._chunks.close()
+
 
 def complete_text(prompt, *, model=DEFAULT_LOCAL_MODEL, **kwargs) -> str:
     """Send ``prompt`` as one user message and return the reply's text ("" when there is none)."""
@@ -176,6 +181,20 @@ def complete_text(prompt, *, model=DEFAULT_LOCAL_MODEL, **kwargs) -> str:
 def complete_with_usage(prompt, *, model=DEFAULT_LOCAL_MODEL, **kwargs) -> tuple[str, dict]:
     """``complete_text`` that also returns what the call used: ``(text, {"usage", "cost"})``."""
     response = complete([{"role": "user", "content": prompt}], model=model, **kwargs)
+    return _text_and_usage(response, model)
+
+
+def stream_with_usage(prompt, *, model=DEFAULT_LOCAL_MODEL, between_chunks, **kwargs) -> tuple[str, dict]:
+    """``complete_with_usage``, streamed: ``between_chunks()`` runs after each piece of text and may
+    raise to abandon the reply, which closes the stream so the model stops writing it."""
+    reply = complete([{"role": "user", "content": prompt}], model=model, stream=True, **kwargs)
+    with closing(reply):
+        for _ in reply:
+            between_chunks()
+    return _text_and_usage(reply.response, model)
+
+
+def _text_and_usage(response, model):
     return (response.choices[0].message.content or ""), usage_and_cost(response, model)
 
 

@@ -1,5 +1,6 @@
 """A trial streams on both backends: the arms that need no model run before a slow model arm and are
-stored (and readable) while it still runs; Cancel stops a model arm at its next model call; each arm's
+stored (and readable) while it still runs; Cancel stops a model arm at its next model call (the
+embedded model's reply, streamed for that, between its pieces: tests/slow); each arm's
 progress and the time left are known from the runs so far; ``memorylab eval`` prints each run as it
 finishes. The slow arm is a summarize arm whose mocked model reply (litellm's ``mock_response``) waits
 ``mock_delay`` seconds."""
