@@ -23,16 +23,22 @@ def run_page(page, pages):
     sidebar's menu and write the view into the URL. Not when the page asked for a rerun: that starts
     from the URL as it was when asked, and writes the view."""
     st.session_state[PAGE] = page.url_path
-    menu = st.sidebar.container()  # at the top of the sidebar, drawn once the run knows its view
+    menu = st.sidebar.empty()  # the top of the sidebar
+    _draw_menu(menu, pages)  # at once, so a long page's run never leaves the sidebar without it
     start_at_the_top()
     try:
         page.run()
     except PageEnded:
         pass
-    for each in pages:
-        menu.page_link(each, query_params=current_view(each.url_path))
-    menu.divider()
+    _draw_menu(menu, pages)  # again, with the view the run ended on (its sidebar may pick another session)
     show_view_in_url(page.url_path)
+
+
+def _draw_menu(slot, pages):
+    with slot.container():
+        for page in pages:
+            st.page_link(page, query_params=current_view(page.url_path))
+        st.divider()
 
 
 def page_path(name):
