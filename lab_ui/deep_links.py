@@ -122,16 +122,16 @@ def linked_audit(audits, chosen):
 
 def current_view(page):
     """The view ``page`` (its url path) shows now, as query parameters."""
-    view = selection_view()
-    if page == "experiments":
-        view |= {name: str(value) for name, value in _experiment_view().items() if value is not None}
-    return view
+    return selection_view() | (_as_params(_experiment_view()) if page == "experiments" else {})
 
 
 def selection_view():
     """The selected session and branch, as query parameters: what every page shows."""
     ref = st.session_state.get("session_ref")
-    view = session_view(*ref, st.session_state.get("leaf_id")) if ref else {}
+    return _as_params(session_view(*ref, st.session_state.get("leaf_id")) if ref else {})
+
+
+def _as_params(view):
     return {name: str(value) for name, value in view.items() if value is not None}
 
 

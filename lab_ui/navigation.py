@@ -24,21 +24,29 @@ def run_page(page, pages):
     from the URL as it was when asked, and writes the view."""
     st.session_state[PAGE] = page.url_path
     menu = st.sidebar.empty()  # the top of the sidebar
-    _draw_menu(menu, pages)  # at once, so a long page's run never leaves the sidebar without it
+    drawn = _draw_menu(menu, pages)  # at once, so a long page's run never leaves the sidebar without it
     start_at_the_top()
     try:
         page.run()
     except PageEnded:
         pass
-    _draw_menu(menu, pages)  # again, with the view the run ended on (its sidebar may pick another session)
+    if _menu_views(pages) != drawn:  # the run picked another session, branch or experiment
+        _draw_menu(menu, pages)
     show_view_in_url(page.url_path)
 
 
+def _menu_views(pages):
+    return [current_view(page.url_path) for page in pages]
+
+
 def _draw_menu(slot, pages):
+    """The menu's links in ``slot``, each carrying the view it opens; returns those views."""
+    views = _menu_views(pages)
     with slot.container():
-        for page in pages:
-            st.page_link(page, query_params=current_view(page.url_path))
+        for page, view in zip(pages, views):
+            st.page_link(page, query_params=view)
         st.divider()
+    return views
 
 
 def page_path(name):
