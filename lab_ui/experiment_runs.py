@@ -6,15 +6,22 @@ from memorylab import MemoryLabError
 from memorylab.display.treeview import preview
 
 from .escaping import escape_markdown
+from .store import database_target
 
 TAIL_MESSAGES = 4
 """Messages of a compacted context shown for an arm that wrote no summary."""
 SIDE_BY_SIDE = 4
 
 
+def _run_key(run):
+    """What names a stored run across reruns: its database and its pk, with when it started, since
+    a pk is only unique in one database and a deleted trial's pk can be taken again."""
+    return database_target(), run["pk"], run["started_at"]
+
+
 @st.cache_resource(max_entries=256, show_spinner=False)
 def _context(key, _experiments, _run):
-    """The compacted context of one run (runs never change, so its key is enough)."""
+    """The compacted context of one run (a stored run never changes, so its key is enough)."""
     return _experiments.context(_run)
 
 
@@ -68,7 +75,7 @@ def _output_text(experiments, run):
     if run["summary"]:
         return run["summary"]
     try:
-        context = _context(run["pk"], experiments, run)
+        context = _context(_run_key(run), experiments, run)
     except MemoryLabError as error:
         return f"(its context cannot be read: {error})"
     lines = [f"[{m['role']}] {preview(m, 400)}" for m in context[-TAIL_MESSAGES:]]
@@ -94,7 +101,7 @@ def _diff(results, experiments, case, outputs, key):
                     "(cancelled, or its run failed).")
             return
         try:
-            comparison = _comparison((runs[0]["pk"], runs[1]["pk"]), experiments, runs)
+            comparison = _comparison(tuple(map(_run_key, runs)), experiments, runs)
         except MemoryLabError as error:
             st.error(f"The contexts cannot be read: {error}")
             return
@@ -103,7 +110,7 @@ def _diff(results, experiments, case, outputs, key):
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _comparison(keys, _experiments, _runs):
-    """Two runs' contexts compared (runs never change, so their keys are enough)."""
+    """Two runs' contexts compared (stored runs never change, so their keys are enough)."""
     return _experiments.compare_runs(*_runs)
 
 

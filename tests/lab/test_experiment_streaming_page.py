@@ -3,6 +3,7 @@ need no model show in the leaderboard and the probe matrix while it runs, with a
 and each arm's state; Cancel shows "Cancelling" and the trial keeps what finished. Two arms' contexts
 are compared in full; the Pareto chart and the headline read the same numbers as the table."""
 import re
+import shutil
 import time
 
 import pytest
@@ -113,6 +114,28 @@ def test_the_context_comparison_tells_apart_contexts_that_differ_past_their_prev
     app.selectbox(key="exp_diff_to:sample:1").select("full-history")
     rerun(app)
     assert any(s.value.startswith("The two contexts are identical") for s in app.success)
+
+
+def compare_full_history_with_truncate():
+    app = run_page()
+    app.selectbox(key="exp_diff_from:sample:1").select("full-history")
+    app.selectbox(key="exp_diff_to:sample:1").select("truncate")
+    rerun(app)
+    return [v.value for v in (*app.success, *app.warning) if v.value.startswith(("The contexts", "The two contexts"))]
+
+
+def test_a_second_database_with_the_same_run_pks_shows_its_own_comparison(one_trial, tmp_path, monkeypatch):
+    """Before, the comparison was cached by run pk alone, and a pk is only unique within one database:
+    the second database's identical contexts showed the first one's differences."""
+    assert compare_full_history_with_truncate()[0].startswith("The contexts differ")
+    second = tmp_path / "second.db"
+    shutil.copyfile(one_trial, second)
+    with Store(second) as store, store.transaction() as conn:
+        conn.execute("UPDATE experiment_runs SET context = (SELECT context FROM experiment_runs "
+                     "WHERE arm = 'full-history') WHERE arm = 'truncate'")
+    monkeypatch.setenv("MEMORYLAB_DB", str(second))
+    (verdict,) = compare_full_history_with_truncate()
+    assert verdict.startswith("The two contexts are identical")
 
 
 def test_the_headline_and_the_table_round_a_saving_the_same_way(one_trial):
