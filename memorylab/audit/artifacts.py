@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
+
+from ..text_stretches import stretches
 
 KINDS = ("path", "command", "url", "identifier", "quantity", "date", "version", "error", "decision")
 """Every kind of artifact, in the order reports list them."""
@@ -273,26 +276,46 @@ def _path(match):
     return ("path", path, _normalized_path(path)) if _is_path(path) else None
 
 
+class _ProseKind(NamedTuple):
+    """How one kind is found in prose. ``gate(text)`` is a cheap test that spares most texts the
+    pattern. Where ``near`` is set, every match of ``pattern`` holds a match of ``near`` and spans at
+    most ``reach`` whitespace-separated words either side of it, so the pattern is run only on those
+    stretches: it finds the same matches, as it would otherwise try a match at every position of a
+    long text (a pattern that opens with a look-behind cannot skip ahead)."""
+
+    gate: Callable
+    pattern: re.Pattern
+    found: Callable
+    near: re.Pattern | None = None
+    reach: int = 0
+    """Words either side of a match of ``near`` (``memorylab.text_stretches``)."""
+
+
+_VERSION_NAME = re.compile(r"[Pp]ython|Node|node|Postgre|postgres|Java|Ruby|Go|Rust|PHP|Django|Rails|React|Ubuntu"
+                           r"|Debian|macOS|iOS|Android|Chrome|Firefox|Redis|MySQL|Kubernetes|Docker|Terraform"
+                           r"|[Vv]ersion|[Rr]elease")
+"""A name _NAMED_VERSION opens with (its gate, _VERSION_HINT, also wants the space after it)."""
+
 _PROSE_KINDS = (
-    # (hint, pattern, found): the pattern is tried only on a text for which hint(text) holds, a cheap
-    # test that spares most texts most patterns.
-    (lambda t: "://" in t, _URL, lambda m: ("url", *_clean_url(m.group(0)))),
-    (lambda t: "@" in t, _EMAIL, lambda m: ("identifier", m.group(0), m.group(0).lower())),
-    (_UUID_HINT.search, _UUID, lambda m: ("identifier", m.group(0), m.group(0).lower())),
-    (lambda t: "/" in t, _PATH, _path),
-    (_FILE_HINT.search, _FILE_NAME, _path),
-    (_DASHED_NUMBER.search, _NUMERIC_DATE, lambda m: ("date", m.group(0), _date_form(m))),
-    (_MONTH_HINT.search, _WRITTEN_DATE, lambda m: ("date", m.group(0), _date_form(m))),
-    (_VERSION_HINT.search, _NAMED_VERSION, lambda m: ("version", *_named_version(m))),
-    (_DOTTED_NUMBER.search, _NUMBERED_VERSION, lambda m: ("version", m.group(0), m.group(0).lstrip("v"))),
-    (_TICKET_HINT.search, _TICKET, _ticket),
-    (lambda t: _HEX_PAIR.search(t) and _HEX_RUN.search(t), _SHA, lambda m: ("identifier", m.group(0), m.group(0))),
-    (_PHONE_HINT.search, _PHONE, lambda m: ("identifier", m.group(0), re.sub(r"[^\d+]", "", m.group(0)))),
-    (_DIGIT.search, _QUANTITY,
-     lambda m: ("quantity", m.group(0), " ".join(m.group(0).replace(",", "").split()).lower())),
+    _ProseKind(lambda t: "://" in t, _URL, lambda m: ("url", *_clean_url(m.group(0)))),
+    _ProseKind(lambda t: "@" in t, _EMAIL, lambda m: ("identifier", m.group(0), m.group(0).lower()),
+               re.compile("@")),
+    _ProseKind(_UUID_HINT.search, _UUID, lambda m: ("identifier", m.group(0), m.group(0).lower()), _UUID_HINT),
+    _ProseKind(lambda t: "/" in t, _PATH, _path, re.compile("/")),
+    _ProseKind(_FILE_HINT.search, _FILE_NAME, _path, _FILE_HINT),
+    _ProseKind(_DASHED_NUMBER.search, _NUMERIC_DATE, lambda m: ("date", m.group(0), _date_form(m))),
+    _ProseKind(_MONTH_HINT.search, _WRITTEN_DATE, lambda m: ("date", m.group(0), _date_form(m)), _MONTH_HINT, 2),
+    _ProseKind(_VERSION_HINT.search, _NAMED_VERSION, lambda m: ("version", *_named_version(m)), _VERSION_NAME, 1),
+    _ProseKind(_DOTTED_NUMBER.search, _NUMBERED_VERSION, lambda m: ("version", m.group(0), m.group(0).lstrip("v")),
+               _DOTTED_NUMBER),
+    _ProseKind(_TICKET_HINT.search, _TICKET, _ticket),
+    _ProseKind(lambda t: _HEX_PAIR.search(t) and _HEX_RUN.search(t), _SHA,
+               lambda m: ("identifier", m.group(0), m.group(0)), _HEX_PAIR),
+    _ProseKind(_PHONE_HINT.search, _PHONE, lambda m: ("identifier", m.group(0), re.sub(r"[^\d+]", "", m.group(0))),
+               _PHONE_HINT, 5),
+    _ProseKind(_DIGIT.search, _QUANTITY,
+               lambda m: ("quantity", m.group(0), " ".join(m.group(0).replace(",", "").split()).lower())),
 )
-
-
 def _opens_sentence(text, at) -> bool:
     """Whether ``at`` starts a sentence of ``text`` (markdown marks and a "please" before it allowed)."""
     before = text[:at].rstrip(" *_#>-")
@@ -323,17 +346,20 @@ class _Finder:
         """Everything a message's own words can state, outside its code blocks: each kind in turn,
         a span of the text going to the first kind that claims it (a URL's path is not a path)."""
         claimed = bytearray(len(text))
-        for hint, pattern, found in _PROSE_KINDS:
-            if not hint(text):
+        for kind in _PROSE_KINDS:
+            if not kind.gate(text):
                 continue
-            for match in pattern.finditer(text):
-                start, end = match.span()
-                if claimed.find(1, start, end) >= 0:
-                    continue
-                artifact = found(match)
-                if artifact:
-                    claimed[start:end] = b"\1" * (end - start)
-                    self.add(*artifact)
+            for start, end in stretches(text, kind.near, kind.reach) if kind.near else ((0, len(text)),):
+                for match in kind.pattern.finditer(text, start, end):
+                    self._claim(claimed, match, kind.found)
+
+    def _claim(self, claimed, match, found):
+        start, end = match.span()
+        if claimed.find(1, start, end) < 0:
+            artifact = found(match)
+            if artifact:
+                claimed[start:end] = b"\1" * (end - start)
+                self.add(*artifact)
 
     def statements(self, text, constraints):
         """Decisions (anyone's) and constraints (the user's: an assistant's "never" is mostly an

@@ -25,12 +25,15 @@ different year; a fact date without a year matches that day in any year; a month
 (``December 2022``) is found in any date of that month.
 """
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
+from itertools import islice
 from typing import NamedTuple
+
+from ..text_stretches import stretches
 
 _MONTH_NUMBERS = {
     "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
@@ -167,64 +170,73 @@ def _singular(word):
     return word
 
 
+def _token(match, previous_kind) -> _Token:
+    """The token a match of ``_TOKEN`` stands for, ``previous_kind`` being the kind of the token before."""
+    kind, start, end = match.lastgroup, match.start(), match.end()
+    if kind in ("iso", "day_first", "month_first"):
+        return _date_token(match, kind, start, end)
+    if kind == "month_year":
+        return _month_token(match, start, end)
+    if kind == "number":
+        form = _number_form(match)
+        return _Token((form,), (form,), start, end, "number", False)
+    if kind == "word":
+        form, unit = _word_form(match["word"], previous_kind == "number")
+        return _Token((form,), (form,), start, end, "word", unit)
+    form = _SYMBOL_WORDS[match["symbol"]]
+    return _Token((form,), (form,), start, end, "symbol", form == "percent" and previous_kind == "number")
+
+
 def _tokens(text):
     previous_kind = None
     for match in _TOKEN.finditer(text):
-        kind, start, end = match.lastgroup, match.start(), match.end()
-        if kind in ("iso", "day_first", "month_first"):
-            token = _date_token(match, kind, start, end)
-        elif kind == "month_year":
-            token = _month_token(match, start, end)
-        elif kind == "number":
-            form = _number_form(match)
-            token = _Token((form,), (form,), start, end, "number", False)
-        elif kind == "word":
-            form, unit = _word_form(match["word"], previous_kind == "number")
-            token = _Token((form,), (form,), start, end, "word", unit)
-        else:
-            form = _SYMBOL_WORDS[match["symbol"]]
-            unit = form == "percent" and previous_kind == "number"
-            token = _Token((form,), (form,), start, end, "symbol", unit)
+        token = _token(match, previous_kind)
         previous_kind = token.kind
         yield token
 
 
 _ANCHOR = re.compile(r"[\d€$£%]+")
 _PLAIN_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
-_ZONE_REACH = 30
-"""Characters around a digit or symbol that a number, date or unit token can reach (a month name
-before a day, "version" before a number, a year, a magnitude or a unit after it)."""
+_ZONE_WORDS = 2
+"""Words either side of a digit or symbol that a number, date or unit token can reach (a month name
+and "of" before a day or a year, "version" before a number, a month, a year, a magnitude or a unit
+after it): each such token holds one."""
 
 
 def _zones(text):
-    """The spans that may hold numbers, dates or symbols: around each digit or symbol, widened to
-    whitespace so no word is cut, overlapping spans merged. Outside them every token is a word."""
-    zones = []
-    for anchor in _ANCHOR.finditer(text):
-        start, end = max(anchor.start() - _ZONE_REACH, 0), min(anchor.end() + _ZONE_REACH, len(text))
-        while start > 0 and not text[start - 1].isspace():
-            start -= 1
-        while end < len(text) and not text[end].isspace():
-            end += 1
-        if zones and start <= zones[-1][1]:
-            zones[-1][1] = max(zones[-1][1], end)
-        else:
-            zones.append([start, end])
-    return zones
+    """The spans that may hold numbers, dates or symbols (``memorylab.text_stretches``): outside
+    them every token is a word."""
+    return stretches(text, _ANCHOR, _ZONE_WORDS)
 
 
-def _offers(text):
+@lru_cache(maxsize=1 << 16)
+def _word_offer(word):
+    """The offer of a word that does not follow a number, ``(form,)``: most tokens are one, so each
+    is built once."""
+    return (_word_form(word, False)[0],)
+
+
+def _offers(text) -> list[tuple]:
     """The offers of ``text``'s tokens, in order: what ``_tokens`` gives, found faster. Text between
-    zones (most of it) is only words, read with a plain word pattern; zones get the full tokenizer."""
-    after_number, position = False, 0
+    zones (most of it) is only words, read with a plain word pattern; zones get the full tokenizer,
+    whose words (most of its tokens too) skip building a ``_Token``."""
+    offers, previous_kind, position = [], None, 0
     for start, end in [*_zones(text), (len(text), len(text))]:
-        for word in _PLAIN_WORD.findall(text, position, start):
-            yield (_word_form(word, after_number)[0],)
-            after_number = False
-        for token in _tokens(text[start:end]):
-            yield token.offers
-            after_number = token.kind == "number"
+        words = _PLAIN_WORD.findall(text, position, start)
+        if words:
+            offers.append((_word_form(words[0], previous_kind == "number")[0],))
+            offers += map(_word_offer, islice(words, 1, None))
+            previous_kind = "word"
+        for match in _TOKEN.finditer(text, start, end):
+            if match.lastgroup == "word" and previous_kind != "number":
+                offers.append(_word_offer(match["word"]))
+                previous_kind = "word"
+            else:
+                token = _token(match, previous_kind)
+                offers.append(token.offers)
+                previous_kind = token.kind
         position = end
+    return offers
 
 
 class _TextTokens(NamedTuple):
@@ -237,11 +249,16 @@ class _TextTokens(NamedTuple):
 def _text_tokens(text) -> _TextTokens:
     """One text's canonical tokens and where each form occurs, cached on the text itself: the arms of
     an experiment leave contexts that share most of their messages, so each is tokenized once."""
-    offers, positions = [], defaultdict(list)
-    for position, offer in enumerate(_offers(text)):
-        offers.append(offer)
-        for form in offer:
-            positions[form].append(position)
+    offers = _offers(text)
+    positions: defaultdict = defaultdict(list)
+    several = []
+    for position, offer in enumerate(offers):
+        positions[offer[0]].append(position)
+        if len(offer) > 1:
+            several.append(position)
+    for position in several:  # a date's other forms (its year, its month): few, put in their places
+        for form in offers[position][1:]:
+            insort(positions[form], position)
     return _TextTokens(offers, dict(positions), frozenset(positions))
 
 
