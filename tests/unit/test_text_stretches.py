@@ -1,0 +1,48 @@
+"""A pattern run only on the stretches near its hints finds what it finds in the whole text.
+
+The artifact ledger and the fact matcher rely on this to skip most of a long text; each test
+compares the shortcut with the whole-text scan on texts built to stress the stretches' edges
+(white space of every kind, hints at the text's ends, hints close enough to merge)."""
+import random
+import re
+
+import pytest
+
+from memorylab.audit import artifacts
+from memorylab.experiments import facts
+from memorylab.text_stretches import stretches
+
+_PIECES = ["15 Nov 2026", "15th of\n\nNovember,   2026", "Nov.  15th, 2026", "December\t2022", "Sept 3", "May 2024",
+           "Python\n3.11", "Node.js  20.1", "release\tv3.1", "Go 1.22", "+1 (555) 123 4567", "+44 20 7946 0958",
+           "(555) 123-4567", "555-123-4567", "a@b.co", "550e8400-e29b-41d4-a716-446655440000", "src/app/main.py",
+           "./a/b", "Makefile", "deadbeef12", "v1.2.3-rc.1", "==2.31.0", "3,000", "2.3M", "version: 2.1", "30 minutes",
+           "€49.90", "100%", "$3.5 million", "classes", "the", "x"]
+_SEPARATORS = [" ", "  ", "\n", "\t", " - ", ", ", "(", "/", ".", "", " \n ", "\r\n", "\u00a0", "\u2003", "\x1c"]
+
+
+def _texts(count, seed):
+    rng = random.Random(seed)
+    for _ in range(count):
+        yield "".join(rng.choice(_PIECES) + rng.choice(_SEPARATORS) for _ in range(rng.randint(1, 9)))
+
+
+def test_stretches_start_after_white_space_end_before_it_and_merge():
+    text = "one two 3 four five six seven 8 nine"
+    assert stretches(text, re.compile(r"\d"), 1) == [[4, 14], [24, 36]]
+    assert stretches(text, re.compile(r"\d"), 3) == [[0, 36]]  # close enough to join
+    assert stretches("ab/cd", re.compile("/"), 0) == [[0, 5]]
+    assert stretches("no hint here", re.compile(r"\d"), 2) == []
+
+
+@pytest.mark.parametrize("kind", [k for k in artifacts._PROSE_KINDS if k.near], ids=lambda k: k.pattern.pattern[:24])
+def test_a_ledger_pattern_finds_the_same_matches_on_its_stretches(kind):
+    for text in _texts(3000, seed=11):
+        whole = [m.span() for m in kind.pattern.finditer(text)]
+        near = [m.span() for start, end in stretches(text, kind.near, kind.reach)
+                for m in kind.pattern.finditer(text, start, end)]
+        assert near == whole, text
+
+
+def test_the_matchers_zones_give_the_tokens_of_the_whole_text():
+    for text in _texts(3000, seed=12):
+        assert facts._offers(text) == [token.offers for token in facts._tokens(text)], text
