@@ -12,7 +12,6 @@ judged on its summary alone.
 """
 from __future__ import annotations
 
-import multiprocessing
 import sys
 import types
 from collections import Counter
@@ -291,6 +290,8 @@ def iter_store_audits(store, session_ids=None, *, tenant_id=None, workers=1) -> 
         for key in keys:
             yield from _audits_of(store, [key])
         return
+    import multiprocessing  # here: only a store of many sessions needs it
+
     jobs = [(store.path, keys[i:i + _CHUNK]) for i in range(0, len(keys), _CHUNK)]
     with _plain_main():  # every worker starts here, before the first audit is handed out
         pool = multiprocessing.get_context("spawn").Pool(workers)

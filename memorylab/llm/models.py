@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from typing import TYPE_CHECKING
@@ -309,6 +308,8 @@ def _entry(model, label, usable, reason, api_base=None):
 
 def _served_models(url, list_key, name_key, prefix, server, api_base, timeout):
     """One entry per model a local server lists, or one unusable entry saying the server is not there."""
+    import urllib.request  # here: with ssl and http.client it is a sixth of memorylab's import time
+
     try:
         with urllib.request.urlopen(url, timeout=timeout) as reply:
             names = [item[name_key] for item in json.load(reply).get(list_key) or ()]
