@@ -78,11 +78,12 @@ _FILE_HINT = re.compile(rf"\.(?:{_EXTENSIONS})(?![\w/]|\.\w)|file\b|\.env|\.git|
 _FRAMEWORK_NAMES = frozenset({"node.js", "vue.js", "next.js", "nuxt.js", "express.js", "three.js", "chart.js",
                               "d3.js", "react.js", "ember.js", "backbone.js", "nest.js", "deno.js", "p5.js",
                               "console.log"})
-_NAMED_VERSION = re.compile(
-    r"(?<![\w.])(?:[Pp]ython|[Nn]ode(?:\.js)?|Postgre(?:SQL|s)|postgres|Java|Ruby|Go|Rust|PHP|Django|Rails|React|Ubuntu"
-    r"|Debian|macOS|iOS|Android|Chrome|Firefox|Redis|MySQL|Kubernetes|Docker|Terraform|[Vv]ersion|[Rr]elease)"
-    r"\s+v?\d+(?:\.\d+)*(?![\w]|\.\d)"
+_VERSION_NAME = re.compile(
+    r"[Pp]ython|[Nn]ode(?:\.js)?|Postgre(?:SQL|s)|postgres|Java|Ruby|Go|Rust|PHP|Django|Rails|React|Ubuntu"
+    r"|Debian|macOS|iOS|Android|Chrome|Firefox|Redis|MySQL|Kubernetes|Docker|Terraform|[Vv]ersion|[Rr]elease"
 )
+"""What a named version opens with: every match of _NAMED_VERSION holds one."""
+_NAMED_VERSION = re.compile(rf"(?<![\w.])(?:{_VERSION_NAME.pattern})\s+v?\d+(?:\.\d+)*(?![\w]|\.\d)")
 _NUMBERED_VERSION = re.compile(
     r"""(?<![\w.])(?:
         (?P<tagged>v\d+(?:\.\d+)+(?:-[0-9A-Za-z.]+)?)
@@ -291,11 +292,6 @@ class _ProseKind(NamedTuple):
     """Words either side of a match of ``near`` (``memorylab.text_stretches``)."""
 
 
-_VERSION_NAME = re.compile(r"[Pp]ython|Node|node|Postgre|postgres|Java|Ruby|Go|Rust|PHP|Django|Rails|React|Ubuntu"
-                           r"|Debian|macOS|iOS|Android|Chrome|Firefox|Redis|MySQL|Kubernetes|Docker|Terraform"
-                           r"|[Vv]ersion|[Rr]elease")
-"""A name _NAMED_VERSION opens with (its gate, _VERSION_HINT, also wants the space after it)."""
-
 _PROSE_KINDS = (
     _ProseKind(lambda t: "://" in t, _URL, lambda m: ("url", *_clean_url(m.group(0)))),
     _ProseKind(lambda t: "@" in t, _EMAIL, lambda m: ("identifier", m.group(0), m.group(0).lower()),
@@ -316,6 +312,8 @@ _PROSE_KINDS = (
     _ProseKind(_DIGIT.search, _QUANTITY,
                lambda m: ("quantity", m.group(0), " ".join(m.group(0).replace(",", "").split()).lower())),
 )
+
+
 def _opens_sentence(text, at) -> bool:
     """Whether ``at`` starts a sentence of ``text`` (markdown marks and a "please" before it allowed)."""
     before = text[:at].rstrip(" *_#>-")
