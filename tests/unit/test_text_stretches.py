@@ -16,7 +16,11 @@ _PIECES = ["15 Nov 2026", "15th of\n\nNovember,   2026", "Nov.  15th, 2026", "De
            "Python\n3.11", "Node.js  20.1", "release\tv3.1", "Go 1.22", "+1 (555) 123 4567", "+44 20 7946 0958",
            "(555) 123-4567", "555-123-4567", "a@b.co", "550e8400-e29b-41d4-a716-446655440000", "src/app/main.py",
            "./a/b", "Makefile", "deadbeef12", "v1.2.3-rc.1", "==2.31.0", "3,000", "2.3M", "version: 2.1", "30 minutes",
-           "€49.90", "100%", "$3.5 million", "classes", "the", "x"]
+           "€49.90", "100%", "$3.5 million", "classes", "the", "x", "~/.bashrc", "Dockerfile.dev", "a.git"]
+_STATEMENTS = ["we are going to go with", "we're going\tto switch to", "We have decided to standardize on", "going forward,\nuse",
+               "let us\n\nship", "go ahead with", "i would  rather", "keep it under", "must not be", "mustn't go",
+               "under no circumstances", "Decision (final, v 2 of a b c d e):", "revised decision:", "agreed", "never",
+               "do not touch", "no more than", "limited to", "from now on", "i'd rather", "Postgres", "it"]
 _SEPARATORS = [" ", "  ", "\n", "\t", " - ", ", ", "(", "/", ".", "", " \n ", "\r\n", "\u00a0", "\u2003", "\x1c"]
 
 
@@ -46,3 +50,23 @@ def test_a_ledger_pattern_finds_the_same_matches_on_its_stretches(kind):
 def test_the_matchers_zones_give_the_tokens_of_the_whole_text():
     for text in _texts(3000, seed=12):
         assert facts._offers(text) == [token.offers for token in facts._tokens(text)], text
+
+
+@pytest.mark.parametrize("statement", [artifacts._DECISION, artifacts._CONSTRAINT], ids=("decision", "constraint"))
+def test_a_statement_pattern_finds_the_same_matches_on_its_stretches(statement):
+    rng = random.Random(13)
+    for _ in range(3000):
+        text = "".join(rng.choice(_STATEMENTS + _PIECES) + rng.choice(_SEPARATORS) for _ in range(rng.randint(1, 12)))
+        lower = text.lower()
+        whole = [m.span() for m in statement.plain.finditer(lower)]
+        assert [m.span() for m in statement.finditer(text, lower)] == whole, text
+
+
+def test_a_grouped_alternation_matches_what_the_plain_alternation_matches():
+    sources = [*artifacts._CONSTRAINT_HINTS, "no", "do", r"decision\b\s*(?:\([^)\n]{0,30}\))?", "Go", "Google"]
+    grouped, plain = artifacts._alternation(sources), re.compile("|".join(sources))
+    for text in _texts(2000, seed=14):
+        text = text + " no more do not decision (x y): Google never"
+        assert [m.span() for m in grouped.finditer(text)] == [m.span() for m in plain.finditer(text)], text
+    with pytest.raises(ValueError, match="plain character"):
+        artifacts._alternation([r"\bword"])
