@@ -86,18 +86,23 @@ def _existed_by(message, moment) -> bool:
     return created is None or created <= moment
 
 
-def _holds(context: ContextText, artifact: Artifact) -> bool:
-    terms = fact_terms(artifact.match)
-    present = sum(context.holds_any(term.pieces[0]) for term in terms)
-    # Terms the context lacks altogether cannot be matched: most lost artifacts end here.
-    if present < len(terms) * (DECISION_SHARE if artifact.kind == "decision" else 1) or not terms:
+def _holds(context: ContextText, artifact: Artifact, terms) -> bool:
+    """Whether ``context`` keeps ``artifact``, whose match has the fact terms ``terms``."""
+    share = DECISION_SHARE if artifact.kind == "decision" else 1
+    needed, present = len(terms) * share, 0
+    # Terms the context lacks altogether cannot be matched: most lost artifacts end here, at the
+    # first term (or the first few of a decision) that it lacks.
+    for seen, term in enumerate(terms, 1):
+        if context.holds_any(term.pieces[0]):
+            present += 1
+        elif present + len(terms) - seen < needed:
+            return False
+    if present < needed or not terms:
         return False
     found = match_fact(context, artifact.match)
     if found.kept:
         return True
-    if artifact.kind != "decision":
-        return False
-    return 1 - len(found.missing) / len(terms) >= DECISION_SHARE
+    return share < 1 and 1 - len(found.missing) / len(terms) >= share
 
 
 def _regions(request, overlay_id) -> dict[str, list]:
@@ -176,7 +181,8 @@ class _Branch:
             regions["summary"][0]["tokens"] if regions["summary"] else 0, agent_id=self.session.agent_id,
             tenant_id=self.session.tenant_id)
         for artifact in ledger:
-            where = next((w for w in WHERE if _holds(contexts[w], artifact)), None)
+            terms = fact_terms(artifact.match)
+            where = next((w for w in WHERE if _holds(contexts[w], artifact, terms)), None)
             entry = {"kind": artifact.kind, "text": artifact.text, "message_id": artifact.message_id}
             if where is None:
                 audit.lost.append(entry)

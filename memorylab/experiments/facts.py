@@ -262,6 +262,10 @@ def _text_tokens(text) -> _TextTokens:
     return _TextTokens(offers, dict(positions), frozenset(positions))
 
 
+_NOWHERE: list[int] = []
+"""The positions of a form a context does not hold (shared: never written to)."""
+
+
 class ContextText:
     """A context prepared for matching many facts against it: its canonical tokens and where each
     form occurs. ``texts`` is one text or several (a context's messages, in order), each tokenized
@@ -277,7 +281,8 @@ class ContextText:
                 self._parts.append(tokens)
                 length += len(tokens.offers)
         self._length = length
-        self._found = {}
+        self._found: dict[str, list[int]] = {}
+        self._gathered: set[str] = set()
         self._occurrence_cache = {}
 
     def __len__(self) -> int:
@@ -293,26 +298,29 @@ class ContextText:
 
     def gather(self, forms) -> None:
         """Index where each of ``forms`` occurs in the whole context, in one pass over its texts
-        (a set intersection per text): matching asks only about the forms its facts hold."""
-        forms = frozenset(forms).difference(self._found)
+        (a set intersection per text): matching asks only about the forms its facts hold. Only
+        the forms that occur get an entry; the texts come in order, so each list is in order too."""
+        forms = frozenset(forms).difference(self._gathered)
         if not forms:
             return
-        found = {form: [] for form in forms}
+        self._gathered.update(forms)
+        found = self._found
         for start, part in zip(self._starts, self._parts):
             for form in forms & part.forms:
-                found[form].extend(start + p for p in part.positions[form])
-        for positions in found.values():
-            positions.sort()
-        self._found.update(found)
+                positions = part.positions[form]
+                if form in found:
+                    found[form].extend([start + p for p in positions])
+                else:
+                    found[form] = [start + p for p in positions]
 
     def holds_any(self, forms) -> bool:
         """Whether the context holds at least one of ``forms`` anywhere: a cheap test before a match."""
         return any(self._positions(form) for form in forms)
 
     def _positions(self, form) -> list[int]:
-        if form not in self._found:
+        if form not in self._gathered:
             self.gather((form,))
-        return self._found[form]
+        return self._found.get(form, _NOWHERE)
 
     def _occurrences(self, pieces) -> list[int]:
         """Token positions where ``pieces`` (one tuple of wanted forms per token) occur adjacently,
