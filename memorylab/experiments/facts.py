@@ -41,17 +41,18 @@ _MONTH_NUMBERS = {
 }
 _MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|(?-i:May)|june?|july?|aug(?:ust)?" \
          r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_MONTH_INITIAL = "[adfjmnos]"
 _ORDINAL = r"(?:st|nd|rd|th)?"
 _YEAR = r"(?:,?\s+(?P<{}>\d{{4}})(?![\d]))?"
 _TOKEN = re.compile(
     rf"""
-    (?P<iso>(?<![\d.])(?P<iso_year>\d{{4}})([-/])(?P<iso_month>\d{{1,2}})\3(?P<iso_day>\d{{1,2}})(?!\d))
-  | (?P<day_first>(?<![\d.,])(?P<df_day>\d{{1,2}}){_ORDINAL}\s+(?:of\s+)?(?P<df_month>{_MONTH})\b\.?
+    (?P<iso>(?=\d)(?<![\d.])(?P<iso_year>\d{{4}})([-/])(?P<iso_month>\d{{1,2}})\3(?P<iso_day>\d{{1,2}})(?!\d))
+  | (?P<day_first>(?=\d)(?<![\d.,])(?P<df_day>\d{{1,2}}){_ORDINAL}\s+(?:of\s+)?(?P<df_month>{_MONTH})\b\.?
         {_YEAR.format("df_year")})
-  | (?P<month_first>\b(?P<mf_month>{_MONTH})\b\.?\s+(?P<mf_day>\d{{1,2}}){_ORDINAL}(?![\w])
+  | (?P<month_first>(?={_MONTH_INITIAL})\b(?P<mf_month>{_MONTH})\b\.?\s+(?P<mf_day>\d{{1,2}}){_ORDINAL}(?![\w])
         {_YEAR.format("mf_year")})
-  | (?P<month_year>\b(?P<my_month>{_MONTH})\b\.?,?\s+(?:of\s+)?(?P<my_year>\d{{4}})(?!\d))
-  | (?P<number>(?:\b(?:version:?\s*|v)(?=\d))?
+  | (?P<month_year>(?={_MONTH_INITIAL})\b(?P<my_month>{_MONTH})\b\.?,?\s+(?:of\s+)?(?P<my_year>\d{{4}})(?!\d))
+  | (?P<number>(?=[\dv])(?:\b(?:version:?\s*|v)(?=\d))?
         (?P<digits>\d{{1,3}}(?:,\d{{3}})+(?!\d)(?:\.\d+)?|\d+(?:\.\d+)*)
         (?:(?:st|nd|rd|th)(?![^\W\d_]))?
         (?P<magnitude>\s*(?:million|billion|thousand|mn|bn)\b|(?-i:[kKM]|\s+M)(?![^\W\d_]))?)
@@ -60,6 +61,9 @@ _TOKEN = re.compile(
     """,
     re.IGNORECASE | re.VERBOSE,
 )
+"""Each alternative but the last two opens with a look-ahead at the one character it can start
+with (a digit, a month's initial, a digit or a "v"): a word is then tried against the month names
+only where it opens like one, not at every word, and no match changes."""
 _MAGNITUDES = {"k": 3, "thousand": 3, "m": 6, "mn": 6, "million": 6, "bn": 9, "billion": 9}
 _SYMBOL_WORDS = {"€": "eur", "$": "usd", "£": "gbp", "%": "percent"}
 _WORD_ALIASES = {"euro": "eur", "euros": "eur", "pct": "percent", "dollar": "usd", "dollars": "usd"}
@@ -116,7 +120,7 @@ def _date_token(match, kind, start, end):
     else:
         prefix = "df" if kind == "day_first" else "mf"
         year, name = match[f"{prefix}_year"], match[f"{prefix}_month"]
-        month = _MONTH_NUMBERS[name[:3].lower()]
+        month = _MONTH_NUMBERS[name[:3].casefold()]
         day = int(match[f"{prefix}_day"])
     month_day = f"date:{month:02}-{day:02}"
     parts = (_word_form(name, False)[0],) if name else ()
@@ -131,7 +135,7 @@ def _month_token(match, start, end):
     """A month of a year ("December 2022", "Dec 2022"): wants that month of that year, offers it, its
     year and its month's name."""
     year, name = match["my_year"], match["my_month"]
-    month = f"month:{year}-{_MONTH_NUMBERS[name[:3].lower()]:02}"
+    month = f"month:{year}-{_MONTH_NUMBERS[name[:3].casefold()]:02}"
     return _Token((month, year, _word_form(name, False)[0]), (month,), start, end, "date", False)
 
 

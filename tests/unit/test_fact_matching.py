@@ -140,3 +140,10 @@ def test_fact_survival_keeps_its_shape_and_skips_blank_facts():
         {"fact": "72 hours", "kept": False, "missing": ["72 hours"]},
     ]
     assert fact_survival(None, ["48 GB"]) == [{"fact": "48 GB", "kept": False, "missing": ["48 GB"]}]
+
+
+def test_a_month_written_with_a_long_s_is_read_as_that_month():
+    # "ſ" (long s) matches "s" case-blind; its month's number was looked up by its lower case, which
+    # stays "ſ", and the tokenizer raised KeyError on any text holding "ſep 5".
+    assert match_fact("the review is on ſep 5, 2026", "September 5 2026").kept
+    assert match_fact("ſept 2026 was quiet", "Sep 2026").kept
