@@ -87,16 +87,18 @@ _FILE_NAME = re.compile(
     rf"(?<![\w/.@:~$%\\-])(?:[\w-][\w.-]*\.(?:{_EXTENSIONS})|Dockerfile|Makefile|Procfile|Gemfile|Justfile"
     r"|\.[a-z]+rc|\.env|\.gitignore)(?![\w/]|\.\w)"
 )
-_FILE_HINT = re.compile(rf"\.(?:(?:{_EXTENSIONS})(?![\w/]|\.\w)|env|git|[a-z]+rc\b)|Dockerfile|Makefile|Procfile|Gemfile|Justfile")
+_FILE_HINT = re.compile(
+    rf"\.(?:(?:{_EXTENSIONS})(?![\w/]|\.\w)|env|git|[a-z]+rc\b)|Dockerfile|Makefile|Procfile|Gemfile|Justfile"
+)
 """Where a file name can stand: an extension, a dot file, a well-known name (capitals are rare, so
 the regex engine skips most of a text looking for them)."""
 _FRAMEWORK_NAMES = frozenset({"node.js", "vue.js", "next.js", "nuxt.js", "express.js", "three.js", "chart.js",
                               "d3.js", "react.js", "ember.js", "backbone.js", "nest.js", "deno.js", "p5.js",
                               "console.log"})
 _VERSION_NAME = _alternation([
-    "Python", "python", r"Node(?:\.js)?", r"node(?:\.js)?", "Postgre(?:SQL|s)", "postgres", "Java", "Ruby", "Go", "Rust",
-    "PHP", "Django", "Rails", "React", "Ubuntu", "Debian", "macOS", "iOS", "Android", "Chrome", "Firefox", "Redis",
-    "MySQL", "Kubernetes", "Docker", "Terraform", "Version", "version", "Release", "release",
+    "Python", "python", r"Node(?:\.js)?", r"node(?:\.js)?", "Postgre(?:SQL|s)", "postgres", "Java", "Ruby", "Go",
+    "Rust", "PHP", "Django", "Rails", "React", "Ubuntu", "Debian", "macOS", "iOS", "Android", "Chrome", "Firefox",
+    "Redis", "MySQL", "Kubernetes", "Docker", "Terraform", "Version", "version", "Release", "release",
 ])
 """What a named version opens with: every match of _NAMED_VERSION holds one."""
 _NAMED_VERSION = re.compile(rf"(?<![\w.])(?:{_VERSION_NAME.pattern})\s+v?\d+(?:\.\d+)*(?![\w]|\.\d)")

@@ -17,10 +17,12 @@ _PIECES = ["15 Nov 2026", "15th of\n\nNovember,   2026", "Nov.  15th, 2026", "De
            "(555) 123-4567", "555-123-4567", "a@b.co", "550e8400-e29b-41d4-a716-446655440000", "src/app/main.py",
            "./a/b", "Makefile", "deadbeef12", "v1.2.3-rc.1", "==2.31.0", "3,000", "2.3M", "version: 2.1", "30 minutes",
            "€49.90", "100%", "$3.5 million", "classes", "the", "x", "~/.bashrc", "Dockerfile.dev", "a.git"]
-_STATEMENTS = ["we are going to go with", "we're going\tto switch to", "We have decided to standardize on", "going forward,\nuse",
-               "let us\n\nship", "go ahead with", "i would  rather", "keep it under", "must not be", "mustn't go",
-               "under no circumstances", "Decision (final, v 2 of a b c d e):", "revised decision:", "agreed", "never",
-               "do not touch", "no more than", "limited to", "from now on", "i'd rather", "Postgres", "it"]
+_STATEMENTS = [
+    "we are going to go with", "we're going\tto switch to", "We have decided to standardize on", "going forward,\nuse",
+    "let us\n\nship", "go ahead with", "i would  rather", "keep it under", "must not be", "mustn't go",
+    "under no circumstances", "Decision (final, v 2 of a b c d e):", "revised decision:", "agreed", "never",
+    "do not touch", "no more than", "limited to", "from now on", "i'd rather", "Postgres", "it",
+]
 _SEPARATORS = [" ", "  ", "\n", "\t", " - ", ", ", "(", "/", ".", "", " \n ", "\r\n", "\u00a0", "\u2003", "\x1c"]
 
 
