@@ -41,7 +41,7 @@ _MONTH_NUMBERS = {
 }
 _MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|(?-i:May)|june?|july?|aug(?:ust)?" \
          r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
-_MONTH_INITIAL = "[adfjmnos]"
+_MONTH_INITIAL = f"[{''.join(sorted({name[0] for name in _MONTH_NUMBERS}))}]"
 _ORDINAL = r"(?:st|nd|rd|th)?"
 _YEAR = r"(?:,?\s+(?P<{}>\d{{4}})(?![\d]))?"
 _TOKEN = re.compile(
@@ -61,8 +61,8 @@ _TOKEN = re.compile(
     """,
     re.IGNORECASE | re.VERBOSE,
 )
-"""Each alternative but the last two opens with a look-ahead at the one character it can start
-with (a digit, a month's initial, a digit or a "v"): a word is then tried against the month names
+"""Each alternative but the last two opens with a look-ahead at what it can start with (a digit, a
+month's initial, or for a number a digit or a "v"): a word is then tried against the month names
 only where it opens like one, not at every word, and no match changes."""
 _MAGNITUDES = {"k": 3, "thousand": 3, "m": 6, "mn": 6, "million": 6, "bn": 9, "billion": 9}
 _SYMBOL_WORDS = {"€": "eur", "$": "usd", "£": "gbp", "%": "percent"}
