@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
-from ..text_stretches import stretches
+from ..text_stretches import WordHints, stretches, stretches_around
 
 KINDS = ("path", "command", "url", "identifier", "quantity", "date", "version", "error", "decision")
 """Every kind of artifact, in the order reports list them."""
@@ -164,7 +164,6 @@ _FAILED_TEST = re.compile(r"^\s*(?:FAILED\s+(?P<first>\S+::\S+)|(?P<last>\S+::\S
                           re.MULTILINE)
 _ERROR_HINTS = ("Error", "Exception", "Exit", "Interrupt", "Fault", "Failure", "error", "fatal", "panic", "ERR",
                 "FATAL", "FAIL")
-_ERROR_HINT = _alternation(map(re.escape, _ERROR_HINTS))
 _FENCE = re.compile(r"^```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 _SHELL_LANGUAGES = frozenset({"sh", "bash", "shell", "console", "zsh", "terminal", "shell-session", "ps", "powershell"})
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
@@ -189,9 +188,9 @@ class _Caseless:
     def finditer(self, text, lower) -> Iterator[re.Match]:
         """The matches in ``text``, ``lower`` being ``text.lower()``."""
         if text.isascii() or not any(trap in text for trap in self._TRAPS):
-            for start, end in stretches(lower, self.near, _STATEMENT_REACH):
+            for start, end in stretches_around(lower, self.near.spans(lower), _STATEMENT_REACH):
                 yield from self.plain.finditer(lower, start, end)
-        elif self.near.search(lower):
+        elif self.near.found_in(lower):
             yield from self.blind.finditer(text)
 
 
@@ -210,7 +209,7 @@ _DECISION = _Caseless(
     r"|\b(?:settled on|opted for|going with|go (?:ahead )?with|decided (?:to|on|for|that))\b"
     r"|\b(?P<opening>agreed\b|(?:revised |final )?decision\b\s*(?:\([^)\n]{0,30}\))?\s*[:.])",
     # "decision" with the aside it may carry ("Decision (final, v2):"), however many words that holds
-    _alternation([*map(re.escape, _DECISION_HINTS), r"decision\b\s*(?:\([^)\n]{0,30}\))?"]),
+    WordHints([*_DECISION_HINTS, "decision"], widen={"decision": re.compile(r"(?:\s*\([^)\n]{0,30}\))?")}),
 )
 _CONSTRAINT = _Caseless(
     r"\b(?P<opening>never|always|don't|do not|keep)\b"
@@ -219,7 +218,7 @@ _CONSTRAINT = _Caseless(
     r"|\bmust(?:n't| not)? (?:be|stay|remain|use|have|run|go|fit|keep|not|never|always|include|happen|finish|pass)\b"
     r"|\b(?:no new|no more than|at most|at least|under no circumstances|not allowed|only use|make sure|from now on"
     r"|keep it under|stay under|limit(?:ed)? to|i'd rather|i would rather|i prefer)\b",
-    _alternation(map(re.escape, _CONSTRAINT_HINTS)),
+    WordHints(_CONSTRAINT_HINTS),
 )
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
 """Where a sentence ends: a stop before a space or the end (not "7.10", "e.g.x"), or a line break."""
@@ -283,7 +282,6 @@ _UUID_HINT = re.compile(r"-[0-9a-fA-F]{4}-")
 _TICKET_HINT = re.compile(r"[-#]\d\d")
 _HEX_PAIR = re.compile(r"\d(?:[a-f]|(?<=[a-f]\d))")
 """A digit beside a letter a-f: every SHA has one, being hex with both."""
-_HEX_RUN = re.compile(r"[0-9a-f][0-9a-f]{6}")
 _PHONE_HINT = re.compile(r"[-+.(]\d(?:(?<=[+(]\d)|\d\d[-.]\d)")
 """+1..., (5... or ...-123-4...: opening with a class, not with alternatives, lets the regex engine
 skip to those four characters."""
@@ -306,9 +304,10 @@ class _ProseKind(NamedTuple):
     ``near`` is set, every match of ``pattern`` holds a match of ``near`` and spans at most ``reach``
     whitespace-separated words either side of it, so the pattern is run only on those stretches: it
     finds the same matches, as it would otherwise try a match at every position of a long text (a
-    pattern that opens with a look-behind cannot skip ahead). ``gate(text)``, where set, is a cheap
-    test that spares most texts the pattern; ``digits`` says that every match holds a digit, so a
-    text without one is skipped."""
+    pattern that opens with a look-behind cannot skip ahead). ``gate(text, start, end)``, where set,
+    is a cheap test that spares most texts the pattern. ``digits`` says that every match, and every
+    match of ``near`` and of the gate, holds a digit and reaches at most ``_DIGIT_REACH`` words beyond
+    its digits: such a kind is looked for only in a text's digit window (``_digit_window``)."""
 
     pattern: re.Pattern
     found: Callable
@@ -317,6 +316,20 @@ class _ProseKind(NamedTuple):
     """Words either side of a match of ``near`` (``memorylab.text_stretches``)."""
     gate: Callable | None = None
     digits: bool = False
+
+
+_DIGIT_REACH = 2
+"""Words a match of a digit kind reaches beyond its digits: a name before a version ("Python 3.11"),
+a currency before an amount ("$ 40"), a magnitude and a unit after a number ("5 million dollars")."""
+
+
+def _digit_window(text, first) -> tuple[int, int]:
+    """Where in ``text`` a digit kind can match: from ``_DIGIT_REACH`` words before its first digit
+    (at ``first``) to as many after its last; the text before and after holds no digit. The last
+    digit is found as the first of the reversed text, which reads only what follows it."""
+    last = len(text) - _DIGIT.search(text[::-1]).start()
+    (start, end), = stretches_around(text, ((first, last),), _DIGIT_REACH)
+    return start, end
 
 
 def _identifier(match):
@@ -328,18 +341,18 @@ def _date(match):
 
 
 _PROSE_KINDS = (
-    _ProseKind(_URL, lambda m: ("url", *_clean_url(m.group(0))), gate=lambda t: "://" in t),
+    _ProseKind(_URL, lambda m: ("url", *_clean_url(m.group(0))), gate=lambda text, start, end: "://" in text),
     _ProseKind(_EMAIL, _identifier, re.compile("@")),
     _ProseKind(_UUID, _identifier, _UUID_HINT),
     _ProseKind(_PATH, _path, re.compile("/")),
     _ProseKind(_FILE_NAME, _path, _FILE_HINT),
     _ProseKind(_NUMERIC_DATE, _date, gate=_DASHED_NUMBER.search, digits=True),
-    _ProseKind(_WRITTEN_DATE, _date, _MONTH_HINT, 2, digits=True),
+    _ProseKind(_WRITTEN_DATE, _date, _MONTH_HINT, 2, gate=_DIGIT.search),  # a month's name holds no digit
     _ProseKind(_NAMED_VERSION, lambda m: ("version", *_named_version(m)), _NAMED_VERSION_HINT, digits=True),
     _ProseKind(_NUMBERED_VERSION, lambda m: ("version", m.group(0), m.group(0).lstrip("v")), _DOTTED_NUMBER,
                digits=True),
     _ProseKind(_TICKET, _ticket, gate=_TICKET_HINT.search, digits=True),
-    _ProseKind(_SHA, lambda m: ("identifier", m.group(0), m.group(0)), _HEX_PAIR, gate=_HEX_RUN.search, digits=True),
+    _ProseKind(_SHA, lambda m: ("identifier", m.group(0), m.group(0)), _HEX_PAIR, digits=True),
     _ProseKind(_PHONE, lambda m: ("identifier", m.group(0), re.sub(r"[^\d+]", "", m.group(0))), _PHONE_HINT, 5,
                digits=True),
     _ProseKind(_QUANTITY, lambda m: ("quantity", m.group(0), " ".join(m.group(0).replace(",", "").split()).lower()),
@@ -377,11 +390,15 @@ class _Finder:
         """Everything a message's own words can state, outside its code blocks: each kind in turn,
         a span of the text going to the first kind that claims it (a URL's path is not a path)."""
         claimed = bytearray(len(text))
-        digits = _DIGIT.search(text) is not None
+        digit = _DIGIT.search(text)
+        window = _digit_window(text, digit.start()) if digit else None
         for kind in _PROSE_KINDS:
-            if kind.digits and not digits or kind.gate and not kind.gate(text):
+            if kind.digits and window is None:
                 continue
-            for start, end in stretches(text, kind.near, kind.reach) if kind.near else ((0, len(text)),):
+            start, end = window if kind.digits else (0, len(text))
+            if kind.gate and not kind.gate(text, start, end):
+                continue
+            for start, end in stretches(text, kind.near, kind.reach, start, end) if kind.near else ((start, end),):
                 for match in kind.pattern.finditer(text, start, end):
                     self._claim(claimed, match, kind.found)
 
@@ -416,7 +433,7 @@ class _Finder:
             self.add("decision", sentence, " ".join(sentence.lower().rstrip(".!").split()), core or sentence)
 
     def errors(self, text):
-        if not _ERROR_HINT.search(text):
+        if not any(hint in text for hint in _ERROR_HINTS):
             return
         block_end = -1  # consecutive generic error lines (npm ERR!, error:) are one error: their first line
         for match in _EXCEPTION_LINE.finditer(text):
@@ -434,7 +451,7 @@ class _Finder:
             else:
                 line = (match["assertion"] or match["lint"]).strip()
                 self.add("error", line[:200], " ".join(line.split())[:200], line[:120])
-        for match in _FAILED_TEST.finditer(text):
+        for match in _FAILED_TEST.finditer(text) if "FAIL" in text else ():
             test = match["first"] or match["last"] or match["go"]
             self.add("error", f"FAILED {test}", test, test.rsplit("::", 1)[-1])
 
@@ -452,7 +469,7 @@ class _Finder:
     def message_text(self, text, role):
         """A text part: its code blocks give shell commands and errors, the rest all the prose kinds."""
         prose, cursor = [], 0
-        for block in _FENCE.finditer(text):
+        for block in _FENCE.finditer(text) if "```" in text else ():  # a regex opening with ^ tries every position
             prose.append(text[cursor:block.start()])
             cursor = block.end()
             body, language = block["body"], block["lang"].lower()

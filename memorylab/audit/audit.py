@@ -241,14 +241,13 @@ _CHUNK = 10
 
 def _session_keys(store, session_ids, tenant_id) -> list[tuple]:
     """(session id, tenant, agent) of every session to audit, in the store's listing order."""
-    rows = store.sessions.list(tenant_id=tenant_id)
+    keys = [tuple(key) for key in store.sessions.keys(tenant_id=tenant_id)]
     wanted = set(session_ids) if session_ids else None
     if wanted:
-        missing = wanted - {row["session_id"] for row in rows}
+        missing = wanted - {session_id for session_id, _, _ in keys}
         if missing:
             raise NotFoundError(f"no session {', '.join(sorted(missing))} in {store.path}")
-    return [(row["session_id"], row["tenant_id"], row["agent_id"]) for row in rows
-            if wanted is None or row["session_id"] in wanted]
+    return [key for key in keys if wanted is None or key[0] in wanted]
 
 
 def _audits_of(store, keys) -> list[CompactionAudit]:

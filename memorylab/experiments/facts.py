@@ -25,12 +25,12 @@ different year; a fact date without a year matches that day in any year; a month
 (``December 2022``) is found in any date of that month.
 """
 import re
-from bisect import bisect_left, bisect_right, insort
-from collections import Counter, defaultdict
+from bisect import bisect_left, bisect_right
+from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
-from itertools import islice
+from itertools import compress, islice
 from typing import NamedTuple
 
 from ..text_stretches import stretches
@@ -243,27 +243,45 @@ def _offers(text) -> list[tuple]:
     return offers
 
 
-class _TextTokens(NamedTuple):
-    offers: list
-    positions: dict
-    forms: frozenset
+class _TextTokens:
+    """One text's canonical tokens (``_offers``) and the forms they hold. Where a form occurs is found
+    only when a match asks about it: an audit asks about a few of a text's forms, and indexing every
+    form of every text was a third of tokenizing them."""
+
+    __slots__ = ("offers", "forms", "_firsts", "_first_at", "_last_at", "_others")
+
+    def __init__(self, offers):
+        self.offers = offers
+        self._firsts = firsts = [offer[0] for offer in offers]
+        count = len(firsts)
+        self._first_at = dict(zip(reversed(firsts), range(count - 1, -1, -1)))
+        self._last_at = dict(zip(firsts, range(count)))
+        self._others: dict[str, list[int]] = {}
+        # A date's other forms (its year, its month): few, so those tokens are picked out in C.
+        for position in compress(range(count), map((1).__lt__, map(len, offers))):
+            for form in offers[position][1:]:
+                self._others.setdefault(form, []).append(position)
+        self.forms = frozenset(self._first_at).union(self._others)
+
+    def positions(self, form) -> list[int]:
+        """Where ``form`` occurs among the text's tokens, in order (empty when it does not)."""
+        found = []
+        at = self._first_at.get(form)
+        if at is not None:
+            last, firsts = self._last_at[form], self._firsts
+            found.append(at)
+            while at != last:
+                at = firsts.index(form, at + 1)
+                found.append(at)
+        others = self._others.get(form)
+        return sorted(found + others) if others else found
 
 
 @lru_cache(maxsize=8192)
 def _text_tokens(text) -> _TextTokens:
-    """One text's canonical tokens and where each form occurs, cached on the text itself: the arms of
-    an experiment leave contexts that share most of their messages, so each is tokenized once."""
-    offers = _offers(text)
-    positions: defaultdict = defaultdict(list)
-    several = []
-    for position, offer in enumerate(offers):
-        positions[offer[0]].append(position)
-        if len(offer) > 1:
-            several.append(position)
-    for position in several:  # a date's other forms (its year, its month): few, put in their places
-        for form in offers[position][1:]:
-            insort(positions[form], position)
-    return _TextTokens(offers, dict(positions), frozenset(positions))
+    """One text's tokens, cached on the text itself: the arms of an experiment leave contexts that
+    share most of their messages, so each is tokenized once."""
+    return _TextTokens(_offers(text))
 
 
 _NOWHERE: list[int] = []
@@ -311,7 +329,7 @@ class ContextText:
         found = self._found
         for start, part in zip(self._starts, self._parts):
             for form in forms & part.forms:
-                positions = part.positions[form]
+                positions = part.positions(form)
                 if form in found:
                     found[form].extend([start + p for p in positions])
                 else:
