@@ -151,14 +151,18 @@ _QUANTITY = re.compile(
 """A pattern that opens with a look-behind makes the regex engine try a match at every position; one
 that opens with a character class lets it skip to the characters in that class. So this one opens with
 its first character, then looks behind that character at the one before it."""
-_EXCEPTION_LINE = re.compile(
-    r"^\s*(?:E\s+)?(?:[\w.]+\.)?(?P<name>[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault|Failure))"
-    r"(?::\s*(?P<message>\S.*))?$"
-    r"|^\s*(?:E\s+)?(?P<generic>(?:error(?:\[\w+\])?|fatal|panic|npm ERR!|ERROR|FATAL)):?\s+(?P<detail>\S.{3,})$"
-    r"|^\s*E\s+(?P<assertion>assert\s.+)$"
-    r"|^\s*\d+:\d+\s+error\s+(?P<lint>\S.+)$",
-    re.MULTILINE,
+_ERROR_LINES = (
+    r"\s*(?:E\s+)?(?:[\w.]+\.)?(?P<name>[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault|Failure))"
+    r"(?::\s*(?P<message>\S.*))?$",
+    r"\s*(?:E\s+)?(?P<generic>(?:error(?:\[\w+\])?|fatal|panic|npm ERR!|ERROR|FATAL)):?\s+(?P<detail>\S.{3,})$",
+    r"\s*E\s+(?P<assertion>assert\s.+)$",
+    r"\s*\d+:\d+\s+error\s+(?P<lint>\S.+)$",
 )
+"""The lines that state an error, each as read from where its line starts."""
+_EXCEPTION_LINE = re.compile(rf"\n(?:{'|'.join(_ERROR_LINES)})", re.MULTILINE)
+"""An error line, with the line break before it: it reads a text with a line break put in front. A
+pattern opening with ``^`` makes the regex engine try a match at every position; one opening with a
+line break lets it skip from line to line."""
 _EXCEPTION_NAME = re.compile(r"\b(?:[A-Z][a-z0-9]+)+(?:Exception|Error)\b")
 _FAILED_TEST = re.compile(r"^\s*(?:FAILED\s+(?P<first>\S+::\S+)|(?P<last>\S+::\S+)\s+FAILED|--- FAIL: (?P<go>\w+))",
                           re.MULTILINE)
@@ -305,9 +309,10 @@ class _ProseKind(NamedTuple):
     whitespace-separated words either side of it, so the pattern is run only on those stretches: it
     finds the same matches, as it would otherwise try a match at every position of a long text (a
     pattern that opens with a look-behind cannot skip ahead). ``gate(text, start, end)``, where set,
-    is a cheap test that spares most texts the pattern. ``digits`` says that every match, and every
-    match of ``near`` and of the gate, holds a digit and reaches at most ``_DIGIT_REACH`` words beyond
-    its digits: such a kind is looked for only in a text's digit window (``_digit_window``)."""
+    is a cheap test that spares most texts the pattern. ``digits`` says that every match holds a
+    digit and reaches at most ``_DIGIT_REACH`` words beyond its digits, so it lies in the text's digit
+    window (``_digit_window``): the hints, the gate and the pattern read only that, and find there
+    every hint a match holds."""
 
     pattern: re.Pattern
     found: Callable
@@ -347,7 +352,7 @@ _PROSE_KINDS = (
     _ProseKind(_PATH, _path, re.compile("/")),
     _ProseKind(_FILE_NAME, _path, _FILE_HINT),
     _ProseKind(_NUMERIC_DATE, _date, gate=_DASHED_NUMBER.search, digits=True),
-    _ProseKind(_WRITTEN_DATE, _date, _MONTH_HINT, 2, gate=_DIGIT.search),  # a month's name holds no digit
+    _ProseKind(_WRITTEN_DATE, _date, _MONTH_HINT, 2, digits=True),
     _ProseKind(_NAMED_VERSION, lambda m: ("version", *_named_version(m)), _NAMED_VERSION_HINT, digits=True),
     _ProseKind(_NUMBERED_VERSION, lambda m: ("version", m.group(0), m.group(0).lstrip("v")), _DOTTED_NUMBER,
                digits=True),
@@ -436,18 +441,18 @@ class _Finder:
         if not any(hint in text for hint in _ERROR_HINTS):
             return
         block_end = -1  # consecutive generic error lines (npm ERR!, error:) are one error: their first line
-        for match in _EXCEPTION_LINE.finditer(text):
+        for match in _EXCEPTION_LINE.finditer("\n" + text):  # a match starts where its line does in ``text``
             if match["name"]:
                 name, message = match["name"], (match["message"] or "").strip()
                 line = f"{name}: {message}" if message else name
                 generic = name in ("Error", "Exception")
                 self.add("error", line[:200], " ".join(line.split())[:200], message[:120] if generic else name)
             elif match["generic"]:
-                if match.start() > block_end + 1:
+                if match.start() > block_end + 1:  # not the line after the last
                     detail = match["detail"].strip()
                     self.add("error", f"{match['generic']}: {detail}"[:200], " ".join(detail.split())[:200].lower(),
                              detail[:120])
-                block_end = match.end()
+                block_end = match.end() - 1
             else:
                 line = (match["assertion"] or match["lint"]).strip()
                 self.add("error", line[:200], " ".join(line.split())[:200], line[:120])

@@ -10,7 +10,7 @@ import pytest
 
 from memorylab.audit import artifacts
 from memorylab.experiments import facts
-from memorylab.text_stretches import stretches
+from memorylab.text_stretches import WordHints, stretches
 
 _PIECES = ["15 Nov 2026", "15th of\n\nNovember,   2026", "Nov.  15th, 2026", "December\t2022", "Sept 3", "May 2024",
            "Python\n3.11", "Node.js  20.1", "release\tv3.1", "Go 1.22", "+1 (555) 123 4567", "+44 20 7946 0958",
@@ -72,3 +72,48 @@ def test_a_grouped_alternation_matches_what_the_plain_alternation_matches():
         assert [m.span() for m in grouped.finditer(text)] == [m.span() for m in plain.finditer(text)], text
     with pytest.raises(ValueError, match="plain character"):
         artifacts._alternation([r"\bword"])
+
+
+def _prose_the_long_way(text):
+    """What ``_Finder.prose`` finds, with every kind's pattern run on the whole text: no hint, gate,
+    stretch or digit window."""
+    finder, claimed = artifacts._Finder("m"), bytearray(len(text))
+    for kind in artifacts._PROSE_KINDS:
+        for match in kind.pattern.finditer(text):
+            finder._claim(claimed, match, kind.found)
+    return finder.found
+
+
+def test_the_ledgers_shortcuts_find_what_every_pattern_finds_on_the_whole_text():
+    rng = random.Random(15)
+    pieces = _PIECES + ["$ 40", "5 million dollars", "15th of\nNovember", "Mar 3", "PAY-2291", "#1234", "12ab34cd",
+                        "2026-03-05 10:00", "3.1.2026", "Python 3", "no digits here at all", "Market May"]
+    for _ in range(4000):
+        text = "".join(rng.choice(pieces) + rng.choice(_SEPARATORS) for _ in range(rng.randint(1, 14)))
+        finder = artifacts._Finder("m")
+        finder.prose(text)
+        assert finder.found == _prose_the_long_way(text), text
+
+
+def test_a_texts_digit_window_runs_from_words_before_its_first_digit_to_words_after_its_last():
+    text = "one two three four 5 six seven eight 9 ten eleven twelve thirteen"
+    start, end = artifacts._digit_window(text, text.index("5"))
+    assert text[start:end] == "three four 5 six seven eight 9 ten eleven"
+    assert artifacts._digit_window("٣ apples", 0) == (0, 8)  # any decimal digit, not only 0-9
+
+
+def test_word_hints_find_every_occurrence_even_overlapping_and_widen_where_told():
+    hints = WordHints(["go with", "going", "decision"], widen={"decision": re.compile(r"(?:\s*\([^)\n]{0,30}\))?")})
+    text = "going with it; go with x. decision (final, v2): y. decisions"
+    assert hints.spans(text) == [(0, 5), (15, 22), (26, 46), (51, 59)]
+    assert not hints.found_in("nothing to see")
+
+
+@pytest.mark.parametrize("text", ["ValueError: bad\nnext", "x\n\nnpm ERR! code E1\nnpm ERR! boom\n\nnpm ERR! again",
+                                  "  E   assert 1 == 2", "a\n3:7  error  'x' is not defined  no-undef"])
+def test_error_lines_are_found_at_every_line_start_the_first_included(text):
+    reference = re.compile("|".join("^" + line for line in artifacts._ERROR_LINES), re.MULTILINE)
+    expected = [(m.start(), m.end(), m.group(0)) for m in reference.finditer(text)]
+    found = [(m.start(), m.end() - 1, m.group(0)[1:]) for m in artifacts._EXCEPTION_LINE.finditer("\n" + text)]
+    assert found == expected and found
+
