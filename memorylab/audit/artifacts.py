@@ -176,9 +176,10 @@ _INLINE_CODE = re.compile(r"`([^`\n]+)`")
 class _Caseless:
     """A case-blind pattern (its source in lower case) that reads a text's lowered copy wherever that
     finds the same matches, which is nearly always: a case-blind regex tries each alternative at each
-    position, a plain one drops an alternative at its first letter. Every match holds a match of
-    ``near`` (lower case too) and spans at most ``_STATEMENT_REACH`` words either side of it, so the
-    pattern reads only the stretches of the text near those (``memorylab.text_stretches``)."""
+    position, a plain one drops an alternative at its first letter. Every match holds one of the
+    words of ``near`` (``WordHints``, lower case too) and spans at most ``_STATEMENT_REACH`` words
+    either side of it, so the pattern reads only the stretches of the text near those
+    (``memorylab.text_stretches``)."""
 
     _TRAPS = ("\u0130", "\u0131", "\u017f")
     """İ, which lowers to two characters, and ı and ſ, which match i and s case-blind but lower to
@@ -346,7 +347,7 @@ def _date(match):
 
 
 _PROSE_KINDS = (
-    _ProseKind(_URL, lambda m: ("url", *_clean_url(m.group(0))), gate=lambda text, start, end: "://" in text),
+    _ProseKind(_URL, lambda m: ("url", *_clean_url(m.group(0))), gate=re.compile("://").search),
     _ProseKind(_EMAIL, _identifier, re.compile("@")),
     _ProseKind(_UUID, _identifier, _UUID_HINT),
     _ProseKind(_PATH, _path, re.compile("/")),

@@ -241,7 +241,7 @@ _CHUNK = 10
 
 def _session_keys(store, session_ids, tenant_id) -> list[tuple]:
     """(session id, tenant, agent) of every session to audit, in the store's listing order."""
-    keys = [tuple(key) for key in store.sessions.keys(tenant_id=tenant_id)]
+    keys = store.sessions.keys(tenant_id=tenant_id)
     wanted = set(session_ids) if session_ids else None
     if wanted:
         missing = wanted - {session_id for session_id, _, _ in keys}
