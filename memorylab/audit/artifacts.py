@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
-from ..text_stretches import WordHints, stretches, stretches_around
+from ..text_stretches import AnyOf, AsciiTwin, WordHints, stretches, stretches_around
 
 KINDS = ("path", "command", "url", "identifier", "quantity", "date", "version", "error", "decision")
 """Every kind of artifact, in the order reports list them."""
@@ -54,17 +54,23 @@ class Artifact:
 
 # -- finding each kind in a text ------------------------------------------------------------------
 
-def _alternation(sources: Iterable[str]) -> re.Pattern:
-    """One pattern matching what any of ``sources`` matches, as their plain alternation would (the
-    first that matches where the engine stands), each opening with a plain character. They are
+def _grouped(sources: Iterable[str]) -> str:
+    """A pattern's source matching what any of ``sources`` matches, as their plain alternation would
+    (the first that matches where the engine stands), each opening with a plain character. They are
     grouped by that character, so that where the engine stands it tries only the group that can
-    start there instead of every source in turn: a search for hints then takes about half the time."""
+    start there instead of every source in turn: a search for hints then takes about half the time,
+    and a unit after a number is read at once instead of tried against every unit in turn."""
     groups: dict[str, list[str]] = {}
     for source in sources:
-        if not source or not source[0].isalnum():
+        if not source or re.escape(source[0]) != source[0]:
             raise ValueError(f"{source!r} does not open with a plain character")
         groups.setdefault(source[0], []).append(source[1:])
-    return re.compile("|".join(f"{first}(?:{'|'.join(rests)})" for first, rests in groups.items()))
+    return "|".join(f"{first}(?:{'|'.join(rests)})" for first, rests in groups.items())
+
+
+def _alternation(sources: Iterable[str]) -> re.Pattern:
+    """``_grouped`` compiled."""
+    return re.compile(_grouped(sources))
 
 
 _URL = re.compile(r"https?://[^\s<>\"'`()\[\]{}|\\^]+")
@@ -87,11 +93,11 @@ _FILE_NAME = re.compile(
     rf"(?<![\w/.@:~$%\\-])(?:[\w-][\w.-]*\.(?:{_EXTENSIONS})|Dockerfile|Makefile|Procfile|Gemfile|Justfile"
     r"|\.[a-z]+rc|\.env|\.gitignore)(?![\w/]|\.\w)"
 )
-_FILE_HINT = re.compile(
-    rf"\.(?:(?:{_EXTENSIONS})(?![\w/]|\.\w)|env|git|[a-z]+rc\b)|Dockerfile|Makefile|Procfile|Gemfile|Justfile"
+_FILE_HINT = AnyOf(
+    rf"\.(?:(?:{_EXTENSIONS})(?![\w/]|\.\w)|env|git|[a-z]+rc\b)",
+    r"file(?:(?<=Dockerfile)|(?<=Makefile)|(?<=Procfile)|(?<=Gemfile)|(?<=Justfile))",
 )
-"""Where a file name can stand: an extension, a dot file, a well-known name (capitals are rare, so
-the regex engine skips most of a text looking for them)."""
+"""Where a file name can stand: an extension, a dot file, a well-known name (found where it ends)."""
 _FRAMEWORK_NAMES = frozenset({"node.js", "vue.js", "next.js", "nuxt.js", "express.js", "three.js", "chart.js",
                               "d3.js", "react.js", "ember.js", "backbone.js", "nest.js", "deno.js", "p5.js",
                               "console.log"})
@@ -112,9 +118,10 @@ _NUMBERED_VERSION = re.compile(
 )
 _MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
           r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
-_NUMERIC_DATE = re.compile(  # opens with its first digit, as _QUANTITY does
+_NUMERIC_DATE = AsciiTwin(  # opens with its first digit, as _QUANTITY does
     r"\d(?<![\w.-]\d)(?:(?P<iso>\d{3}-\d{2}-\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
-    r"|(?P<dotted>\d?\.\d{1,2}\.\d{4}))(?![\w])"
+    r"|(?P<dotted>\d?\.\d{1,2}\.\d{4}))(?![\w])",
+    r"\d", "[0-9]",
 )
 _WRITTEN_DATE = re.compile(
     rf"""(?<![\w.-])(?:
@@ -135,22 +142,25 @@ _PHONE = re.compile(
     r"(?<![\w+])(?:\+\d{1,3}(?:[ .-]\(?\d{1,4}\)?){1,2}(?:[ .-]\d{2,4}){1,3}|\(\d{3}\)\s?\d{3}[-.]\d{4}"
     r"|\d{3}[-.]\d{3}[-.]\d{4})(?![\w-])"
 )
-_UNITS = (
+_UNIT_WORDS = (
     r"%|percent|ms|milliseconds?|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|months?|years?|"
-    r"[KMGTP]i?B|bytes?|tokens?|req/s|rps|qps|requests?|rows?|records?|items?|users?|messages?|files?|lines?|"
-    r"px|MHz|GHz|kg|km|cm|mm|miles?|nights?|people|guests?|seats?|orders?|retries|attempts?|times|"
+    r"Ki?B|Mi?B|Gi?B|Ti?B|Pi?B|bytes?|tokens?|req/s|rps|qps|requests?|rows?|records?|items?|users?|messages?|"
+    r"files?|lines?|px|MHz|GHz|kg|km|cm|mm|miles?|nights?|people|guests?|seats?|orders?|retries|attempts?|times|"
     r"USD|EUR|GBP|JPY|CHF|dollars?|euros?|pounds?|cores?|workers?|threads?|replicas?|x"
-)
-_QUANTITY = re.compile(
+).split("|")
+_UNITS = _grouped(_UNIT_WORDS)
+_QUANTITY = AsciiTwin(
     rf"""[$€£¥\d](?<![\w.,/-].)(?:     # an amount or a number with its unit, not part of a word or a number
         (?<=[$€£¥])\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|K|M|bn|million|billion|thousand)\b)?
-      | (?<=\d)[\d,]*(?:\.\d+)?(?:\s?(?:k|million|billion|thousand))?(?:\s|-)?(?:{_UNITS})(?![\w])
+      | (?<=\d)(?>[\d,]*(?:\.\d+)?)(?:\s?(?:k|million|billion|thousand))?(?:\s|-)?(?:{_UNITS})(?![\w])
     )""",
-    re.VERBOSE,
+    r"[$€£¥\d]", "[$€£¥0-9]", re.VERBOSE,
 )
 """A pattern that opens with a look-behind makes the regex engine try a match at every position; one
 that opens with a character class lets it skip to the characters in that class. So this one opens with
-its first character, then looks behind that character at the one before it."""
+its first character, then looks behind that character at the one before it. The number is read
+atomically (``(?>...)``): no unit opens with a digit, a comma or a dot, so giving back its digits one by
+one to try the units again could never match, and cost most of the pattern's time."""
 _ERROR_LINES = (
     r"\s*(?:E\s+)?(?:[\w.]+\.)?(?P<name>[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault|Failure))"
     r"(?::\s*(?P<message>\S.*))?$",
@@ -168,6 +178,9 @@ _FAILED_TEST = re.compile(r"^\s*(?:FAILED\s+(?P<first>\S+::\S+)|(?P<last>\S+::\S
                           re.MULTILINE)
 _ERROR_HINTS = ("Error", "Exception", "Exit", "Interrupt", "Fault", "Failure", "error", "fatal", "panic", "ERR",
                 "FATAL", "FAIL")
+_ERROR_HINT = _alternation(_ERROR_HINTS)
+"""A word every error line holds but an assertion's (which counts only beside one): one search, not
+one per word."""
 _FENCE = re.compile(r"^```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 _SHELL_LANGUAGES = frozenset({"sh", "bash", "shell", "console", "zsh", "terminal", "shell-session", "ps", "powershell"})
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
@@ -277,15 +290,17 @@ def _named_version(match):
     return match.group(0), name + number.lstrip("v")
 
 
-_DIGIT = re.compile(r"\d")
-_DASHED_NUMBER = re.compile(r"\d[-.]\d")
-_DOTTED_NUMBER = re.compile(r"\d\.\d")
+_DIGIT = AsciiTwin(r"\d", r"\d", "[0-9]")
+_DOTTED_NUMBER = AnyOf(r"\.(?<=\d\.)\d")
+_DASHED_NUMBER = AnyOf(r"-(?<=\d-)\d", r"\.(?<=\d\.)\d")
+"""Digits joined by a dash or a dot, found at the dash or the dot: every numeric date holds one."""
 _NAMED_VERSION_HINT = re.compile(rf"(?:{_VERSION_NAME.pattern})\s+v?\d")
 # The hints below open with a character or a class, not a look-behind or a repeat: the regex engine
-# then skips straight to where that character stands instead of trying a match at every position.
+# then skips straight to where that character stands instead of trying a match at every position
+# (and skips fastest to one plain character: ``AnyOf``).
 _UUID_HINT = re.compile(r"-[0-9a-fA-F]{4}-")
-_TICKET_HINT = re.compile(r"[-#]\d\d")
-_HEX_PAIR = re.compile(r"\d(?:[a-f]|(?<=[a-f]\d))")
+_TICKET_HINT = AnyOf(r"-\d\d", r"#\d\d")
+_HEX_PAIR = AsciiTwin(r"\d(?:[a-f]|(?<=[a-f]\d))", r"\d", "[0-9]")
 """A digit beside a letter a-f: every SHA has one, being hex with both."""
 _PHONE_HINT = re.compile(r"[-+.(]\d(?:(?<=[+(]\d)|\d\d[-.]\d)")
 """+1..., (5... or ...-123-4...: opening with a class, not with alternatives, lets the regex engine
@@ -315,9 +330,9 @@ class _ProseKind(NamedTuple):
     window (``_digit_window``): the hints, the gate and the pattern read only that, and find there
     every hint a match holds."""
 
-    pattern: re.Pattern
+    pattern: re.Pattern | AsciiTwin
     found: Callable
-    near: re.Pattern | None = None
+    near: re.Pattern | AnyOf | AsciiTwin | None = None
     reach: int = 0
     """Words either side of a match of ``near`` (``memorylab.text_stretches``)."""
     gate: Callable | None = None
@@ -439,7 +454,7 @@ class _Finder:
             self.add("decision", sentence, " ".join(sentence.lower().rstrip(".!").split()), core or sentence)
 
     def errors(self, text):
-        if not any(hint in text for hint in _ERROR_HINTS):
+        if not _ERROR_HINT.search(text):
             return
         block_end = -1  # consecutive generic error lines (npm ERR!, error:) are one error: their first line
         for match in _EXCEPTION_LINE.finditer("\n" + text):  # a match starts where its line does in ``text``

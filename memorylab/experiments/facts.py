@@ -33,7 +33,7 @@ from functools import lru_cache
 from itertools import compress, islice
 from typing import NamedTuple
 
-from ..text_stretches import stretches
+from ..text_stretches import AsciiTwin, stretches
 
 _MONTH_NUMBERS = {
     "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
@@ -199,7 +199,7 @@ def _tokens(text):
         yield token
 
 
-_ANCHOR = re.compile(r"[\d€$£%]+")
+_ANCHOR = AsciiTwin(r"[\d€$£%]+", r"[\d€$£%]+", "[0-9€$£%]+")
 _PLAIN_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _ZONE_WORDS = 2
 """Words either side of a digit or symbol that a number, date or unit token can reach (a month name

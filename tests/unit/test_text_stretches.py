@@ -10,7 +10,7 @@ import pytest
 
 from memorylab.audit import artifacts
 from memorylab.experiments import facts
-from memorylab.text_stretches import WordHints, stretches
+from memorylab.text_stretches import AnyOf, AsciiTwin, WordHints, stretches, stretches_around
 
 _PIECES = ["15 Nov 2026", "15th of\n\nNovember,   2026", "Nov.  15th, 2026", "December\t2022", "Sept 3", "May 2024",
            "Python\n3.11", "Node.js  20.1", "release\tv3.1", "Go 1.22", "+1 (555) 123 4567", "+44 20 7946 0958",
@@ -117,3 +117,61 @@ def test_error_lines_are_found_at_every_line_start_the_first_included(text):
     found = [(m.start(), m.end() - 1, m.group(0)[1:]) for m in artifacts._EXCEPTION_LINE.finditer("\n" + text)]
     assert found == expected and found
 
+
+
+def _stretch_start_the_long_way(text, at, floor, words):
+    """Where a stretch around a hint at ``at`` starts, stepping back one word at a time: a word ends
+    at a space, a tab or a line break, white space between words is any, never before ``floor``."""
+    def word_start(at):
+        return max(text.rfind(" ", floor, at), text.rfind("\n", floor, at), text.rfind("\t", floor, at)) + 1 or floor
+    start = word_start(at)
+    for _ in range(words):
+        while start > floor and text[start - 1].isspace():
+            start -= 1
+        start = word_start(start)
+    return start
+
+
+def test_stretches_step_back_word_by_word_over_every_kind_of_white_space():
+    rng = random.Random(16)
+    alphabet = ["a", "1", " ", "  ", "\n", "\t", "\r", "\u00a0", "\u2003", "\x1c", ".", "-"]
+    for _ in range(20000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30)))
+        at, words = rng.randrange(len(text)), rng.randint(0, 4)
+        (start, _end), = stretches_around(text, [(at, at)], words)
+        assert start == _stretch_start_the_long_way(text, at, 0, words), (text, at, words)
+
+
+def test_any_of_gives_every_patterns_matches_overlapping_in_order_of_their_starts():
+    hints = AnyOf(r"-\d", r"\.(?<=\d\.)\d")
+    text = "a-1.2 b.3 4.5-6"
+    assert [m.span() for m in hints.finditer(text)] == [(1, 3), (3, 5), (11, 13), (13, 15)]
+    assert [m.span() for m in hints.finditer(text, 4, 13)] == [(11, 13)]  # each reads to the end given
+    assert hints.search(text, 5, 10) is False and hints.search(text)
+
+
+@pytest.mark.parametrize("twin", [artifacts._QUANTITY, artifacts._NUMERIC_DATE, artifacts._DIGIT, artifacts._HEX_PAIR,
+                                  facts._ANCHOR], ids=lambda twin: twin.pattern[:16])
+def test_an_ascii_twin_finds_what_its_pattern_finds(twin):
+    for text in _texts(3000, seed=17):
+        text = text.encode("ascii", "replace").decode()
+        assert [m.span() for m in twin.ascii.finditer(text)] == [m.span() for m in twin.unicode.finditer(text)], text
+    # Other scripts' digits are digits too: a text that holds any reads with the pattern itself.
+    assert [m.group(0) for m in artifacts._QUANTITY.finditer("٣٤ files and 5 ms")] == ["٣٤ files", "5 ms"]
+    with pytest.raises(ValueError, match="does not open with"):
+        AsciiTwin(r"x\d", r"\d", "[0-9]")
+
+
+def test_a_quantity_is_read_as_the_plain_pattern_reads_it():
+    """The number read atomically and the units grouped by their first letter find what a number that
+    gives back its digits, followed by every unit in turn, finds."""
+    plain = re.compile(artifacts._QUANTITY.pattern.replace("(?>", "(?:").replace(
+        artifacts._UNITS, "|".join(artifacts._UNIT_WORDS)), re.VERBOSE)
+    assert plain.pattern != artifacts._QUANTITY.pattern
+    rng = random.Random(18)
+    numbers = ["3", "3,000", "2.5", "1,2", "40.", "7", "12ab", "v3", "$ 4", "€49.90", "5 million", "10k"]
+    units = ["ms", "s", "secs", "MB", "MiB", "MHz", "%", "req/s", "x", "xs", "files", "times", "dollars", "days", "d"]
+    for _ in range(4000):
+        text = "".join(rng.choice(numbers) + rng.choice(["", " ", "-", "  "]) + rng.choice(units)
+                       + rng.choice(_SEPARATORS) for _ in range(rng.randint(1, 6)))
+        assert [m.span() for m in artifacts._QUANTITY.finditer(text)] == [m.span() for m in plain.finditer(text)], text
