@@ -178,9 +178,6 @@ _FAILED_TEST = re.compile(r"^\s*(?:FAILED\s+(?P<first>\S+::\S+)|(?P<last>\S+::\S
                           re.MULTILINE)
 _ERROR_HINTS = ("Error", "Exception", "Exit", "Interrupt", "Fault", "Failure", "error", "fatal", "panic", "ERR",
                 "FATAL", "FAIL")
-_ERROR_HINT = _alternation(_ERROR_HINTS)
-"""A word every error line holds but an assertion's (which counts only beside one): one search, not
-one per word."""
 _FENCE = re.compile(r"^```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 _SHELL_LANGUAGES = frozenset({"sh", "bash", "shell", "console", "zsh", "terminal", "shell-session", "ps", "powershell"})
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
@@ -454,7 +451,7 @@ class _Finder:
             self.add("decision", sentence, " ".join(sentence.lower().rstrip(".!").split()), core or sentence)
 
     def errors(self, text):
-        if not _ERROR_HINT.search(text):
+        if not any(hint in text for hint in _ERROR_HINTS):
             return
         block_end = -1  # consecutive generic error lines (npm ERR!, error:) are one error: their first line
         for match in _EXCEPTION_LINE.finditer("\n" + text):  # a match starts where its line does in ``text``
