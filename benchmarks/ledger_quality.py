@@ -8,7 +8,9 @@ how it was labelled, by someone who never saw the extractor); the extractor was 
 later by someone who saw neither the extractor nor the first set, never used to tune it. A found artifact is
 right when a labelled one of its kind in the same span says the same thing: the same text once case, spacing
 and punctuation are set aside, or one text holding the other (``summarize.py`` for
-``importer/summarize.py``); a decision also when most of its words are the labelled sentence's.
+``importer/summarize.py``); a quantity also when it is the labelled one followed by what it is counted
+per ("€289 per person" for "€289": the labels of the held-out set stop at the amount, those of the first
+set go on); a decision also when most of its words are the labelled sentence's.
 Precision is the share of found artifacts that are right; recall the share of labelled ones found.
 A second mention of a labelled artifact in another spelling counts as right, not as noise: the
 labels list each thing once.
@@ -63,6 +65,8 @@ def same(kind, found, labelled) -> bool:
     a, b = _plain(found), _plain(labelled)
     if a == b or _letters(a) == _letters(b):
         return True
+    if kind == "quantity" and re.match(re.escape(b) + r"(?:\s|/)", a):
+        return True  # the labelled amount and what it is counted per: "€289 per person" for "€289"
     shorter, longer = sorted((_letters(a), _letters(b)), key=len)
     if len(shorter) >= 4 and shorter in longer:
         return True

@@ -132,15 +132,17 @@ _WRITTEN_DATE = re.compile(
     re.VERBOSE,
 )
 _MONTH_HINT = re.compile("Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec")
-_TICKET = re.compile(r"[A-Z#](?:(?<=[A-Z])(?<![\w-].)[A-Z0-9]{0,9}-\d{2,}(?![\w-])|(?<=#)(?<![\w&#].)\d{2,6}\b)")
-"""A key (ABC-123) or a number (#123). Like _QUANTITY, it opens with its first character and looks
-behind that one, so that the regex engine skips to the characters a match can start with."""
+_TICKET = re.compile(
+    r"[A-Z#](?:(?<=[A-Z])(?<![\w-].)[A-Z0-9]{0,9}-\d{2,}(?:-\d{2,})?(?![\w-])|(?<=#)(?<![\w&#].)\d{2,6}\b)")
+"""A key (ABC-123, RF-2025-031977, CVE-2024-3094) or a number (#123). Like _QUANTITY, it opens with its
+first character and looks behind that one, so that the regex engine skips to the characters a match
+can start with."""
 _NOT_TICKETS = frozenset({"SHA", "ISO", "UTF", "AES", "RSA", "MD", "COVID", "GPT", "HTTP", "TLS", "SSL", "PEP", "ES",
                           "X", "RFC", "IEC", "CP", "WINDOWS", "LATIN", "ASCII", "FIPS", "ECMA", "IPV", "H", "E"})
 _SHA = re.compile(r"(?<![\w-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}(?![\w-])")
 _PHONE = re.compile(
     r"(?<![\w+])(?:\+\d{1,3}(?:[ .-]\(?\d{1,4}\)?){1,2}(?:[ .-]\d{2,4}){1,3}|\(\d{3}\)\s?\d{3}[-.]\d{4}"
-    r"|\d{3}[-.]\d{3}[-.]\d{4})(?![\w-])"
+    r"|\d{3}[-.]\d{3}[-.]\d{4}|\+[1-9]\d{9,13})(?![\w-])"  # the last: E.164, digits only (+447700900123)
 )
 _UNIT_WORDS = (
     r"%|percent|ms|milliseconds?|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|months?|years?|"
@@ -149,10 +151,20 @@ _UNIT_WORDS = (
     r"USD|EUR|GBP|JPY|CHF|dollars?|euros?|pounds?|cores?|workers?|threads?|replicas?|x"
 ).split("|")
 _UNITS = _grouped(_UNIT_WORDS)
+_UPPER_END = r"(?:\s?[–-]\s?[$€£¥]?\d(?:[\d,]*\d)?(?:\.\d+)?)?"
+"""The upper end of a range ("€15–20", "3-4 days", "58–62%"), which belongs to its quantity."""
+_RATE = r"(?:\s?/\s?[A-Za-z]{1,10}(?![\w/])|\s+per\s+[A-Za-z]{2,10}\b)?"
+"""What a quantity is counted per ("€150/night", "7 MB/s", "17 GB per day")."""
+_HOURS, _MINUTES, _SECONDS = r"\s?(?:h|hrs?|hours?)", r"\s?\d{1,2}\s?(?:m|mins?|minutes?)\b", \
+    r"\s?\d{1,2}\s?(?:s|secs?|seconds?)\b"
 _QUANTITY = AsciiTwin(
     rf"""[$€£¥\d](?<![\w.,/-].)(?:     # an amount or a number with its unit, not part of a word or a number
-        (?<=[$€£¥])\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|K|M|bn|million|billion|thousand)\b)?
-      | (?<=\d)(?>[\d,]*(?:\.\d+)?)(?:\s?(?:k|million|billion|thousand))?(?:\s|-)?(?:{_UNITS})(?![\w])
+        (?<=[$€£¥])\s?\d(?:[\d,]*\d)?(?:\.\d+)?{_UPPER_END}(?:\s?(?:k|K|M|bn|million|billion|thousand)\b)?{_RATE}
+      | (?<=\d)(?>[\d,]*(?:\.\d+)?)(?:
+            {_HOURS}{_MINUTES}(?:{_SECONDS})?|\s?(?:m|mins?|minutes?){_SECONDS}   # 5h 41m, 2 min 08 s
+          | {_UPPER_END}(?:\s?(?:k|M|million|billion|thousand))?(?:\s|-)?(?:{_UNITS})
+            (?![\w]|-[A-Za-z]){_RATE}   # not the start of a name: "40 orders-api pods"
+        )
     )""",
     r"[$€£¥\d]", "[$€£¥0-9]", re.VERBOSE,
 )
@@ -160,7 +172,15 @@ _QUANTITY = AsciiTwin(
 that opens with a character class lets it skip to the characters in that class. So this one opens with
 its first character, then looks behind that character at the one before it. The number is read
 atomically (``(?>...)``): no unit opens with a digit, a comma or a dot, so giving back its digits one by
-one to try the units again could never match, and cost most of the pattern's time."""
+one to try the units again could never match, and cost most of the pattern's time. A range, a rate
+and a duration in hours and minutes are one quantity: "€15" of "€15–20" or "5h" of "5h 41m" would be a
+different fact."""
+_QUANTITY_JOINS = re.compile(r"(?<=\d)\s*[–-]\s*(?=[$€£¥]?\d)|\s*/\s*(?=[A-Za-z])|\s+per\s+|(?<=\d)\s?m\b")
+"""What an audit does not ask a context to write as the quantity does: the dash of a range, the slash
+or "per" of a rate ("€150 a night" keeps "€150/night"), and the "m" of minutes, which the fact matcher
+reads as a word ("41 min" keeps "5h 41m")."""
+_PLACEHOLDER = re.compile(r"\$\d")
+"""``$1`` in code is a query's parameter, not a dollar."""
 _ERROR_LINES = (
     r"\s*(?:E\s+)?(?:[\w.]+\.)?(?P<name>[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault|Failure))"
     r"(?::\s*(?P<message>\S.*))?$",
@@ -271,14 +291,45 @@ def _clean_url(url):
     return url, normalized
 
 
-def _date_form(match):
-    groups = match.groupdict()  # a numeric date's groups hold all of it but its first digit
+_MONTH_NAME = re.compile(_MONTH)
+_MONTH_INDEX = {name: number for number, name in enumerate(
+    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
+_DAY_OR_YEAR = re.compile(r"\d+")
+
+
+def _date_form(match) -> str | None:
+    """One form for a day however it is written: ``YYYY-MM-DD``, ``--MM-DD`` without its year (ISO
+    8601's), ``YYYY-MM`` for a month of a year; None where the date is no day of a calendar
+    ("0000-00-00")."""
+    text, groups = match.group(0), match.groupdict()
     if groups.get("iso"):
-        return match.string[match.start():match.end("iso")]
-    if groups.get("dotted"):
-        day, month, year = match.group(0).split(".")
-        return f"{year}-{int(month):02}-{int(day):02}"
-    return " ".join(match.group(0).replace(",", " ").split()).lower()
+        year, month, day = text[:10].split("-")
+    elif groups.get("dotted"):
+        day, month, year = text.split(".")
+    else:
+        month = _MONTH_INDEX[_MONTH_NAME.search(text).group(0)[:3]]
+        numbers = _DAY_OR_YEAR.findall(text)
+        year = next((n for n in numbers if len(n) == 4), None)
+        day = next((n for n in numbers if len(n) <= 2), None)
+    month, day = int(month), day and int(day)
+    if not 1 <= month <= 12 or day is not None and not 1 <= day <= 31:
+        return None
+    if day is None:
+        return f"{year}-{month:02}"
+    return f"{year}-{month:02}-{day:02}" if year else f"--{month:02}-{day:02}"
+
+
+def _restatement_keys(kind, form) -> tuple:
+    """For a date: the key an earlier mention of the same day leaves that this one's own key is not
+    (the day with a year for one without, and the other way round), and the key this one leaves
+    besides its own. "12 June" after "12.06.2026" is the same day, "2025-06-12" after it another."""
+    if kind != "date":
+        return None, None
+    if form.startswith("--"):
+        return ("date", "day:" + form[2:]), None
+    if len(form) == 10:
+        return ("date", "--" + form[5:]), ("date", "day:" + form[5:])
+    return None, None
 
 
 def _named_version(match):
@@ -336,9 +387,10 @@ class _ProseKind(NamedTuple):
     digits: bool = False
 
 
-_DIGIT_REACH = 2
+_DIGIT_REACH = 3
 """Words a match of a digit kind reaches beyond its digits: a name before a version ("Python 3.11"),
-a currency before an amount ("$ 40"), a magnitude and a unit after a number ("5 million dollars")."""
+a currency before an amount ("$ 40"), a magnitude and a unit after a number ("5 million dollars"), a
+unit and what it is counted per ("17 GB per day")."""
 
 
 def _digit_window(text, first) -> tuple[int, int]:
@@ -354,8 +406,22 @@ def _identifier(match):
     return "identifier", match.group(0), match.group(0).lower()
 
 
+def _in_inline_code(match) -> bool:
+    """Whether ``match`` stands between backticks on its line."""
+    text = match.string
+    return text.count("`", text.rfind("\n", 0, match.start()) + 1, match.start()) % 2 == 1
+
+
+def _quantity(match):
+    text = match.group(0)
+    if _PLACEHOLDER.fullmatch(text) and _in_inline_code(match):
+        return None
+    return "quantity", text, " ".join(text.replace(",", "").split()).lower(), _QUANTITY_JOINS.sub(" ", text)
+
+
 def _date(match):
-    return "date", match.group(0), _date_form(match)
+    form = _date_form(match)
+    return ("date", match.group(0).rstrip(".,"), form) if form else None  # "on 12 June." ends at its day
 
 
 _PROSE_KINDS = (
@@ -373,8 +439,7 @@ _PROSE_KINDS = (
     _ProseKind(_SHA, lambda m: ("identifier", m.group(0), m.group(0)), _HEX_PAIR, digits=True),
     _ProseKind(_PHONE, lambda m: ("identifier", m.group(0), re.sub(r"[^\d+]", "", m.group(0))), _PHONE_HINT, 5,
                digits=True),
-    _ProseKind(_QUANTITY, lambda m: ("quantity", m.group(0), " ".join(m.group(0).replace(",", "").split()).lower()),
-               digits=True),
+    _ProseKind(_QUANTITY, _quantity, digits=True),
 )
 
 
@@ -572,8 +637,11 @@ def extract_artifacts(messages: Iterable) -> list[Artifact]:
     for message in messages:
         for artifact in message_artifacts(message):
             key = (artifact.kind, artifact.normalized.lower())
-            if key not in seen:
+            restated, leaves = _restatement_keys(artifact.kind, artifact.normalized)
+            if key not in seen and (restated is None or restated not in seen):
                 seen.add(key)
+                if leaves:
+                    seen.add(leaves)
                 ledger.append(artifact)
     return ledger
 

@@ -26,7 +26,7 @@ def audit_server(compacted_lab_db, lab_server):
 def test_the_audit_page_shows_what_each_compaction_dropped(browser, audit_server):
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
     open_page(page, audit_server, "", "Tokens (estimate)")
-    open_page(page, audit_server, "audit", "Compactions, worst first", shot="audit")
+    open_page(page, audit_server, "audit", "Compactions, worst first", shot="audit_compacted")
     for lost in ("CHANGELOG.md", "httpkit/client.py", "3 times"):
         page.get_by_text(lost, exact=True).first.wait_for(timeout=30_000)
     assert page.get_by_text("Retention per kind of artifact").count() == 1

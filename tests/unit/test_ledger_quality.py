@@ -20,7 +20,7 @@ def measured():
 def test_every_kind_is_found_precisely(measured):
     for kind, counts in measured["kinds"].items():
         assert counts["found"], f"the labelled spans hold {kind} artifacts, and none was found"
-        assert counts["precision"] >= 0.85, (kind, counts, measured["noise"][kind])
+        assert counts["precision"] >= 0.9, (kind, counts, measured["noise"][kind])
     found = sum(c["found"] for c in measured["kinds"].values())
     right = sum(c["right"] for c in measured["kinds"].values())
     assert right / found >= 0.9

@@ -16,7 +16,8 @@ _PIECES = ["15 Nov 2026", "15th of\n\nNovember,   2026", "Nov.  15th, 2026", "De
            "Python\n3.11", "Node.js  20.1", "release\tv3.1", "Go 1.22", "+1 (555) 123 4567", "+44 20 7946 0958",
            "(555) 123-4567", "555-123-4567", "a@b.co", "550e8400-e29b-41d4-a716-446655440000", "src/app/main.py",
            "./a/b", "Makefile", "deadbeef12", "v1.2.3-rc.1", "==2.31.0", "3,000", "2.3M", "version: 2.1", "30 minutes",
-           "€49.90", "100%", "$3.5 million", "classes", "the", "x", "~/.bashrc", "Dockerfile.dev", "a.git"]
+           "€49.90", "100%", "$3.5 million", "classes", "the", "x", "~/.bashrc", "Dockerfile.dev", "a.git",
+           "€15–20", "5h 41m", "7 MB/s", "17 GB per day", "RF-2025-031977"]
 _STATEMENTS = [
     "we are going to go with", "we're going\tto switch to", "We have decided to standardize on", "going forward,\nuse",
     "let us\n\nship", "go ahead with", "i would  rather", "keep it under", "must not be", "mustn't go",
@@ -87,7 +88,10 @@ def _prose_the_long_way(text):
 def test_the_ledgers_shortcuts_find_what_every_pattern_finds_on_the_whole_text():
     rng = random.Random(15)
     pieces = _PIECES + ["$ 40", "5 million dollars", "15th of\nNovember", "Mar 3", "PAY-2291", "#1234", "12ab34cd",
-                        "2026-03-05 10:00", "3.1.2026", "Python 3", "no digits here at all", "Market May"]
+                        "2026-03-05 10:00", "3.1.2026", "Python 3", "no digits here at all", "Market May",
+                        "€15–20", "€35–60 per person", "17 GB per day", "$3.5 million per year", "7 MB/s", "5h 41m",
+                        "2 min 08 s", "3-4 days", "740M rows", "40 orders-api", "`$1`", "RF-2025-031977",
+                        "+447700900123", "0000-00-00", "12 June,", "Nov."]
     for _ in range(4000):
         text = "".join(rng.choice(pieces) + rng.choice(_SEPARATORS) for _ in range(rng.randint(1, 14)))
         finder = artifacts._Finder("m")
@@ -98,7 +102,7 @@ def test_the_ledgers_shortcuts_find_what_every_pattern_finds_on_the_whole_text()
 def test_a_texts_digit_window_runs_from_words_before_its_first_digit_to_words_after_its_last():
     text = "one two three four 5 six seven eight 9 ten eleven twelve thirteen"
     start, end = artifacts._digit_window(text, text.index("5"))
-    assert text[start:end] == "three four 5 six seven eight 9 ten eleven"
+    assert text[start:end] == "two three four 5 six seven eight 9 ten eleven twelve"
     assert artifacts._digit_window("٣ apples", 0) == (0, 8)  # any decimal digit, not only 0-9
 
 
