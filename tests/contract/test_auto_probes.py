@@ -19,8 +19,10 @@ MODEL_FREE_ARMS = [
     {"name": "window", "strategy": "window", "max_length": 600},
     {"name": "extractive", "strategy": "extractive", "protect_head": 1, "tail_token_budget": 30},
     {"name": "extractive-long-tail", "strategy": "extractive", "protect_head": 1, "tail_token_budget": 90},
+    {"name": "mask", "strategy": "mask", "keep_recent": 2},
     {"name": "agent", "strategy": "recorded"},
 ]
+"""Every strategy that needs no model (none, truncate, window, extractive, mask) and the recorded one."""
 
 
 @pytest.fixture
@@ -69,6 +71,10 @@ def test_a_selection_by_source_runs_offline_with_the_model_free_arms_and_the_rec
     assert (full["score"] == 1.0).all(), "the full history holds every fact its own ledger lists"
     board = results.leaderboard()
     assert set(board["arm"]) == {arm["name"] for arm in MODEL_FREE_ARMS}
+    assert {arm["strategy"] for arm in MODEL_FREE_ARMS} == {"none", "truncate", "window", "extractive", "mask",
+                                                             "recorded"}
+    # Two cases or more: every arm's mean comes with its 95% interval around it.
+    assert (board["score_low"] <= board["score"]).all() and (board["score"] <= board["score_high"]).all()
 
 
 def test_the_agents_own_summaries_are_scored_on_the_stored_branch(claude_code_store):
