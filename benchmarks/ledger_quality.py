@@ -65,7 +65,7 @@ def same(kind, found, labelled) -> bool:
     a, b = _plain(found), _plain(labelled)
     if a == b or _letters(a) == _letters(b):
         return True
-    if kind == "quantity" and re.match(re.escape(b) + r"(?:\s|/)", a):
+    if kind == "quantity" and a.startswith((b + " ", b + "/")):
         return True  # the labelled amount and what it is counted per: "€289 per person" for "€289"
     shorter, longer = sorted((_letters(a), _letters(b)), key=len)
     if len(shorter) >= 4 and shorter in longer:

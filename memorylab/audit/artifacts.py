@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
+from ..experiments.facts import MONTH_NUMBERS
 from ..text_stretches import AnyOf, AsciiTwin, WordHints, stretches, stretches_around
 
 KINDS = ("path", "command", "url", "identifier", "quantity", "date", "version", "error", "decision")
@@ -155,8 +156,10 @@ _UPPER_END = r"(?:\s?[–-]\s?[$€£¥]?\d(?:[\d,]*\d)?(?:\.\d+)?)?"
 """The upper end of a range ("€15–20", "3-4 days", "58–62%"), which belongs to its quantity."""
 _RATE = r"(?:\s?/\s?[A-Za-z]{1,10}(?![\w/])|\s+per\s+[A-Za-z]{2,10}\b)?"
 """What a quantity is counted per ("€150/night", "7 MB/s", "17 GB per day")."""
-_HOURS, _MINUTES, _SECONDS = r"\s?(?:h|hrs?|hours?)", r"\s?\d{1,2}\s?(?:m|mins?|minutes?)\b", \
-    r"\s?\d{1,2}\s?(?:s|secs?|seconds?)\b"
+_HOURS = r"\s?(?:h|hrs?|hours?)"
+_MINUTES = r"\s?\d{1,2}\s?(?:m|mins?|minutes?)\b"
+_SECONDS = r"\s?\d{1,2}\s?(?:s|secs?|seconds?)\b"
+"""The parts of a duration in hours and minutes ("5h 41m", "2 h 50 min") or minutes and seconds."""
 _QUANTITY = AsciiTwin(
     rf"""[$€£¥\d](?<![\w.,/-].)(?:     # an amount or a number with its unit, not part of a word or a number
         (?<=[$€£¥])\s?\d(?:[\d,]*\d)?(?:\.\d+)?{_UPPER_END}(?:\s?(?:k|K|M|bn|million|billion|thousand)\b)?{_RATE}
@@ -292,8 +295,6 @@ def _clean_url(url):
 
 
 _MONTH_NAME = re.compile(_MONTH)
-_MONTH_INDEX = {name: number for number, name in enumerate(
-    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
 _DAY_OR_YEAR = re.compile(r"\d+")
 
 
@@ -307,7 +308,7 @@ def _date_form(match) -> str | None:
     elif groups.get("dotted"):
         day, month, year = text.split(".")
     else:
-        month = _MONTH_INDEX[_MONTH_NAME.search(text).group(0)[:3]]
+        month = MONTH_NUMBERS[_MONTH_NAME.search(text).group(0)[:3].lower()]
         numbers = _DAY_OR_YEAR.findall(text)
         year = next((n for n in numbers if len(n) == 4), None)
         day = next((n for n in numbers if len(n) <= 2), None)

@@ -35,13 +35,14 @@ from typing import NamedTuple
 
 from ..text_stretches import AsciiTwin, stretches
 
-_MONTH_NUMBERS = {
+MONTH_NUMBERS = {
     "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
     "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12,
 }
+"""A month's number by the first three letters of its name, lower case (the artifact ledger's dates too)."""
 _MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|(?-i:May)|june?|july?|aug(?:ust)?" \
          r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
-_MONTH_INITIAL = f"[{''.join(sorted({name[0] for name in _MONTH_NUMBERS}))}]"
+_MONTH_INITIAL = f"[{''.join(sorted({name[0] for name in MONTH_NUMBERS}))}]"
 _ORDINAL = r"(?:st|nd|rd|th)?"
 _YEAR = r"(?:,?\s+(?P<{}>\d{{4}})(?![\d]))?"
 _TOKEN = re.compile(
@@ -120,7 +121,7 @@ def _date_token(match, kind, start, end):
     else:
         prefix = "df" if kind == "day_first" else "mf"
         year, name = match[f"{prefix}_year"], match[f"{prefix}_month"]
-        month = _MONTH_NUMBERS[name[:3].casefold()]
+        month = MONTH_NUMBERS[name[:3].casefold()]
         day = int(match[f"{prefix}_day"])
     month_day = f"date:{month:02}-{day:02}"
     parts = (_word_form(name, False)[0],) if name else ()
@@ -135,7 +136,7 @@ def _month_token(match, start, end):
     """A month of a year ("December 2022", "Dec 2022"): wants that month of that year, offers it, its
     year and its month's name."""
     year, name = match["my_year"], match["my_month"]
-    month = f"month:{year}-{_MONTH_NUMBERS[name[:3].casefold()]:02}"
+    month = f"month:{year}-{MONTH_NUMBERS[name[:3].casefold()]:02}"
     return _Token((month, year, _word_form(name, False)[0]), (month,), start, end, "date", False)
 
 
