@@ -229,13 +229,14 @@ class SqlSessionCatalog(Repository):
 
     def stamp(self) -> tuple:
         """What moves whenever a session, a message or an overlay of the store changes: the session
-        count and newest update, the overlay count, id sum (an overlay removed and another added) and
-        newest. One cheap read, for a cache of something read from every session (the lab's audit of
-        every compaction)."""
+        count and newest update, the newest message's key (an update's time is in milliseconds, and a
+        message can be appended within the one of the change before), the overlay count, id sum (an
+        overlay removed and another added) and newest. One cheap read, for a cache of something read
+        from every session (the lab's audit of every compaction)."""
         row = self._one("SELECT (SELECT COUNT(*) FROM sessions) AS sessions, (SELECT MAX(updated_at) FROM sessions)"
-                        " AS updated, COUNT(*) AS overlays, CAST(COALESCE(SUM(id), 0) AS BIGINT) AS ids,"
-                        " MAX(created_at) AS newest FROM compactions")
-        return (row["sessions"], row["updated"], row["overlays"], row["ids"], row["newest"])
+                        " AS updated, (SELECT MAX(seq) FROM messages) AS message, COUNT(*) AS overlays,"
+                        " CAST(COALESCE(SUM(id), 0) AS BIGINT) AS ids, MAX(created_at) AS newest FROM compactions")
+        return (row["sessions"], row["updated"], row["message"], row["overlays"], row["ids"], row["newest"])
 
     def _filters(self, tenant_id, agent_id, session_id, search):
         where, params = [], {}

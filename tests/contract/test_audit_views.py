@@ -31,6 +31,16 @@ def test_the_stamp_moves_with_every_change_an_audit_reads(store):
     assert store.sessions.stamp() not in stamps  # an undo records what it removed: the session changed
 
 
+def test_a_message_appended_within_the_millisecond_of_the_last_change_moves_the_stamp(store):
+    session = Session.create(store, "quick")
+    session.append_message(text_message("m0", "Config in deploy/prod/settings.toml."))
+    before = store.sessions.stamp()
+    session.append_message(text_message("m1", "Noted."))
+    with store.transaction() as conn:  # the update's time as it was: both writes in one millisecond
+        conn.execute("UPDATE sessions SET updated_at = ? WHERE session_id = 'quick'", (before[1],))
+    assert store.sessions.stamp() != before
+
+
 def test_the_table_lists_the_compactions_worst_first(store):
     import_source(store, COMPACTED)
     (row,) = store.sessions.list()
